@@ -1,0 +1,55 @@
+"""lifelong: continual (lifelong) learning for NLP built around episodic memory replay.
+
+The public API: streams and their loaders, episodic memory, encoders and heads, the `Strategy`
+protocol and registry, the learner loop, metrics and runs.
+"""
+
+from lifelong import registry
+from lifelong.config import RunConfig, load_yaml
+from lifelong.encoders import EncoderOutput, HFEncoder, load_encoder, load_tokenizer
+from lifelong.heads import ClassificationHead
+from lifelong.learner import StreamResult, evaluate, run_stream
+from lifelong.memory import EpisodicMemory, KeyEncoder, make_policy
+from lifelong.metrics import (
+    average_accuracy,
+    backward_transfer,
+    forgetting,
+    forward_transfer,
+    summary,
+)
+from lifelong.model import Batch, Classifier, Collator
+from lifelong.strategy import Strategy, StrategyContext
+from streams import Example, Task, TaskStream, text_classification_stream
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Batch",
+    "ClassificationHead",
+    "Classifier",
+    "Collator",
+    "EncoderOutput",
+    "EpisodicMemory",
+    "Example",
+    "HFEncoder",
+    "KeyEncoder",
+    "RunConfig",
+    "Strategy",
+    "StrategyContext",
+    "StreamResult",
+    "Task",
+    "TaskStream",
+    "average_accuracy",
+    "backward_transfer",
+    "evaluate",
+    "forgetting",
+    "forward_transfer",
+    "load_encoder",
+    "load_tokenizer",
+    "load_yaml",
+    "make_policy",
+    "registry",
+    "run_stream",
+    "summary",
+    "text_classification_stream",
+]

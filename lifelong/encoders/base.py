@@ -1,0 +1,36 @@
+"""The encoder interface every encoder family shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+
+@dataclass
+class EncoderOutput:
+    """What an encoder returns.
+
+    Attributes:
+        hidden: Token representations, shape (b, t, d).
+        pooled: One vector per input, shape (b, d) (the [CLS] position for BERT-style encoders).
+        memory: The encoder's memory after this input (``None`` for memory-less encoders).
+    """
+
+    hidden: torch.Tensor
+    pooled: torch.Tensor
+    memory: Any = None
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """``forward(input_ids, attention_mask, *, memory=None) -> EncoderOutput``."""
+
+    hidden_size: int
+
+    def __call__(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
+    ) -> EncoderOutput:
+        """Encode a batch of token ids of shape (b, t)."""
+        ...

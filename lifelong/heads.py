@@ -1,0 +1,27 @@
+"""Prediction heads on top of an encoder's output."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lifelong.encoders.base import EncoderOutput
+
+
+class ClassificationHead(nn.Module):
+    """A linear layer over the pooled vector, scoring every label of the merged label space.
+
+    Args:
+        hidden_size: Width of the encoder's pooled vector.
+        num_labels: Size of the label space.
+        dropout: Dropout on the pooled vector while training.
+    """
+
+    def __init__(self, hidden_size: int, num_labels: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.linear = nn.Linear(hidden_size, num_labels)
+
+    def forward(self, encoded: EncoderOutput) -> torch.Tensor:
+        """Return logits of shape (b, num_labels)."""
+        return self.linear(self.dropout(encoded.pooled))

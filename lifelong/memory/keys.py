@@ -1,0 +1,40 @@
+"""The frozen key network that turns inputs into memory keys."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from torch import nn
+
+from lifelong.model import Batch
+
+
+class KeyEncoder:
+    """A frozen copy of a pre-trained encoder whose [CLS] vector is the memory key.
+
+    MbPA++ keeps the key network fixed so that keys do not drift as the example encoder learns;
+    this class copies the encoder it is given at construction and never updates the copy.
+
+    Args:
+        encoder: The pre-trained encoder (copied; the original stays trainable).
+        batch_size: Rows per forward pass when encoding many inputs.
+    """
+
+    def __init__(self, encoder: nn.Module, batch_size: int = 64) -> None:
+        self.encoder = copy.deepcopy(encoder).eval()
+        for p in self.encoder.parameters():
+            p.requires_grad_(False)
+        self.batch_size = batch_size
+        self.dim: int = encoder.hidden_size
+
+    @torch.no_grad()
+    def __call__(self, batch: Batch) -> np.ndarray:
+        """Return keys of shape (b, dim), float32."""
+        keys = []
+        for start in range(0, len(batch), self.batch_size):
+            ids = batch.input_ids[start : start + self.batch_size]
+            mask = batch.attention_mask[start : start + self.batch_size]
+            keys.append(self.encoder(ids, mask).pooled.float().cpu().numpy())  # (b, d)
+        return np.concatenate(keys).astype(np.float32)

@@ -1,0 +1,116 @@
+"""The data model every stream shares: `Example`, `Task` and `TaskStream`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Example:
+    """One input of a stream.
+
+    Attributes:
+        text: The input text (for classification, the dataset's text fields joined).
+        label: The label in the stream's merged label space (0-based).
+        text_pair: An optional second text (question, relation name, ...).
+        uid: Where the example came from, e.g. ``"ag_news_csv/train.csv:17"`` (file and line).
+    """
+
+    text: str
+    label: int
+    text_pair: str | None = None
+    uid: str = ""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One dataset of a stream.
+
+    Attributes:
+        name: Short name (``"ag_news"``, ``"yelp"``, ...).
+        labels: The merged-space label ids this task uses.
+        train: Training examples.
+        test: Test examples.
+        validation: Optional validation examples.
+    """
+
+    name: str
+    labels: tuple[int, ...]
+    train: tuple[Example, ...]
+    test: tuple[Example, ...]
+    validation: tuple[Example, ...] | None = None
+
+
+@dataclass(frozen=True)
+class TaskStream:
+    """An ordered sequence of tasks over one shared label space.
+
+    The learner sees one pass over the concatenated training data, in mini-batches, without task
+    identifiers; test sets stay separate so that every task can be scored after every task.
+
+    Attributes:
+        tasks: The tasks, in training order.
+        label_names: Name of every label in the merged label space (index = label id).
+        kind: What the examples are for (``"classification"``); heads are chosen from it.
+    """
+
+    tasks: tuple[Task, ...]
+    label_names: tuple[str, ...]
+    kind: str = "classification"
+    description: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise ValueError("a TaskStream needs at least one task")
+        names = [t.name for t in self.tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task names must be unique, got {names}")
+        for task in self.tasks:
+            bad = [y for y in task.labels if not 0 <= y < len(self.label_names)]
+            if bad:
+                raise ValueError(
+                    f"task {task.name!r} uses labels {bad} outside the stream's "
+                    f"{len(self.label_names)}-label space"
+                )
+
+    @property
+    def num_labels(self) -> int:
+        """Size of the merged label space."""
+        return len(self.label_names)
+
+    @property
+    def task_names(self) -> tuple[str, ...]:
+        """Names of the tasks in training order."""
+        return tuple(t.name for t in self.tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+
+def batches(
+    examples: Sequence[Example], batch_size: int, *, shuffle: bool = False, seed: int = 0
+) -> Iterator[list[Example]]:
+    """Yield mini-batches of examples, in order or shuffled with a seeded generator.
+
+    Args:
+        examples: The examples to split.
+        batch_size: Examples per batch; the last batch may be smaller.
+        shuffle: Whether to permute the examples first.
+        seed: Seed of the permutation.
+
+    Yields:
+        Lists of at most ``batch_size`` examples covering every example exactly once.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    order = np.arange(len(examples))
+    if shuffle:
+        order = np.random.default_rng(seed).permutation(len(examples))
+    for start in range(0, len(examples), batch_size):
+        yield [examples[i] for i in order[start : start + batch_size]]

@@ -1,0 +1,131 @@
+import numpy as np
+import pytest
+
+from lifelong.memory import EpisodicMemory, MemoryFileError, RandomWrite, ReservoirWrite
+
+
+def rows(n, rng, vocab=1000):
+    return [rng.integers(1, vocab, size=rng.integers(3, 12)).astype(np.int32) for _ in range(n)]
+
+
+def filled(n=50, d=8, seed=0, **kwargs):
+    rng = np.random.default_rng(seed)
+    memory = EpisodicMemory(d, seed=seed, **kwargs)
+    tokens = rows(n, rng)
+    labels = rng.integers(0, 5, size=n)
+    keys = rng.normal(size=(n, d)).astype(np.float32)
+    memory.write(tokens, labels, keys)
+    return memory, tokens, labels, keys
+
+
+def test_write_and_get_round_trip_values():
+    memory, tokens, labels, keys = filled()
+    assert len(memory) == 50
+    items = memory.get(np.array([3, 17]))
+    assert [t.tolist() for t in items.tokens] == [tokens[3].tolist(), tokens[17].tolist()]
+    assert items.labels.tolist() == [labels[3], labels[17]]
+    np.testing.assert_array_equal(memory.keys[17], keys[17])
+
+
+def test_nearest_matches_brute_force():
+    memory, _, _, keys = filled(n=200, d=16)
+    queries = np.random.default_rng(1).normal(size=(7, 16)).astype(np.float32)
+    distances, slots = memory.nearest(queries, k=5)
+    brute = ((queries[:, None, :] - keys[None]) ** 2).sum(-1)
+    np.testing.assert_array_equal(slots, np.argsort(brute, axis=1)[:, :5])
+    np.testing.assert_allclose(distances, np.sort(brute, axis=1)[:, :5], rtol=1e-4)
+
+
+def test_nearest_sees_later_writes_and_overwrites():
+    memory = EpisodicMemory(2, policy=ReservoirWrite(capacity=3), seed=0)
+    memory.write([np.array([1])] * 3, np.zeros(3), np.array([[0, 0], [10, 0], [20, 0]]))
+    assert memory.nearest(np.array([[19.0, 0.0]]), 1)[1][0, 0] == 2
+    # Force an overwrite of every slot with far-away keys; the index must follow.
+    for _ in range(50):
+        memory.write([np.array([2])], np.ones(1), np.array([[100.0, 100.0]]))
+    assert len(memory) == 3
+    distances, slots = memory.nearest(np.array([[100.0, 100.0]]), 3)
+    stored = memory.keys[slots[0]]
+    np.testing.assert_allclose(distances[0], ((stored - [100, 100]) ** 2).sum(-1))
+
+
+def test_keys_computed_only_for_written_examples():
+    asked = []
+
+    def keys(chosen):
+        asked.append(chosen.copy())
+        return np.zeros((len(chosen), 4), np.float32)
+
+    memory = EpisodicMemory(4, policy=RandomWrite(0.2), seed=3)
+    slots = memory.write(rows(100, np.random.default_rng(0)), np.zeros(100), keys)
+    assert len(asked) == 1 and len(asked[0]) == len(slots) == len(memory) < 100
+
+
+def test_sample_is_distinct_and_in_range():
+    memory, *_ = filled(n=30)
+    items = memory.sample(10)
+    assert len(set(items.slots.tolist())) == 10 and items.slots.max() < 30
+    assert len(memory.sample(100).slots) == 30
+
+
+def test_empty_memory_errors():
+    memory = EpisodicMemory(4)
+    with pytest.raises(ValueError, match="empty"):
+        memory.sample(1)
+    with pytest.raises(ValueError, match="empty"):
+        memory.nearest(np.zeros((1, 4)), 1)
+
+
+def test_wrong_key_shape_is_rejected():
+    memory = EpisodicMemory(4)
+    with pytest.raises(ValueError, match=r"shape \(2, 4\)"):
+        memory.write(rows(2, np.random.default_rng(0)), np.zeros(2), np.zeros((2, 3)))
+
+
+def test_save_load_round_trip(tmp_path):
+    memory, tokens, labels, keys = filled(policy=ReservoirWrite(capacity=80))
+    path = tmp_path / "memory.npz"
+    memory.save(path)
+    loaded = EpisodicMemory.load(path, key_dim=8)
+    assert len(loaded) == 50
+    assert loaded.policy.state() == memory.policy.state()
+    np.testing.assert_array_equal(loaded.keys, memory.keys)
+    for s in (0, 25, 49):
+        assert loaded.get(np.array([s])).tokens[0].tolist() == tokens[s].tolist()
+    # The generator state travels too: both draw the same sample next.
+    assert loaded.sample(5).slots.tolist() == memory.sample(5).slots.tolist()
+    q = np.random.default_rng(2).normal(size=(3, 8)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.nearest(q, 4)[1], memory.nearest(q, 4)[1])
+
+
+def test_save_leaves_no_temporary_files(tmp_path):
+    memory, *_ = filled()
+    memory.save(tmp_path / "m.npz")
+    assert [p.name for p in tmp_path.iterdir()] == ["m.npz"]
+
+
+def test_truncated_file_is_a_clear_error(tmp_path):
+    memory, *_ = filled()
+    path = tmp_path / "memory.npz"
+    memory.save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(MemoryFileError, match="truncated or corrupt"):
+        EpisodicMemory.load(path)
+
+
+def test_mismatched_key_width_is_a_clear_error(tmp_path):
+    memory, *_ = filled(d=8)
+    path = tmp_path / "memory.npz"
+    memory.save(path)
+    with pytest.raises(MemoryFileError, match="width 8, expected 384"):
+        EpisodicMemory.load(path, key_dim=384)
+
+
+def test_other_npz_or_version_is_rejected(tmp_path):
+    path = tmp_path / "other.npz"
+    np.savez(path, x=np.zeros(3))
+    with pytest.raises(MemoryFileError, match="not a lifelong memory file"):
+        EpisodicMemory.load(path)
+    with pytest.raises(MemoryFileError, match="no such memory file"):
+        EpisodicMemory.load(tmp_path / "missing.npz")

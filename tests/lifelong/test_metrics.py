@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+
+from lifelong.metrics import (
+    average_accuracy,
+    backward_transfer,
+    forgetting,
+    forward_transfer,
+    summary,
+)
+
+# Hand-computed example: 3 tasks.
+R = np.array(
+    [
+        [80.0, 10.0, 5.0],
+        [60.0, 90.0, 20.0],
+        [50.0, 70.0, 85.0],
+    ]
+)
+b = np.array([30.0, 8.0, 4.0])
+
+
+def test_average_accuracy_is_mean_of_last_row():
+    assert average_accuracy(R) == pytest.approx((50 + 70 + 85) / 3)
+
+
+def test_bwt_by_hand():
+    # ((50 - 80) + (70 - 90)) / 2 = -25
+    assert backward_transfer(R) == pytest.approx(-25.0)
+
+
+def test_fwt_by_hand():
+    # ((R[0,1] - b1) + (R[1,2] - b2)) / 2 = ((10 - 8) + (20 - 4)) / 2 = 9
+    assert forward_transfer(R, b) == pytest.approx(9.0)
+
+
+def test_forgetting_uses_best_earlier_accuracy():
+    # task 0: max(80, 60) - 50 = 30; task 1: max(90) - 70 = 20 -> 25
+    assert forgetting(R) == pytest.approx(25.0)
+    # a task that improved after it was learnt: its best earlier value counts
+    R2 = np.array([[40.0, 0.0, 0.0], [70.0, 50.0, 0.0], [60.0, 50.0, 90.0]])
+    assert forgetting(R2) == pytest.approx(((70 - 60) + (50 - 50)) / 2)
+
+
+def test_single_task_has_no_transfer():
+    one = np.array([[75.0]])
+    assert summary(one, np.array([10.0])) == {
+        "average_accuracy": 75.0, "bwt": 0.0, "fwt": 0.0, "forgetting": 0.0,
+    }
+
+
+def test_no_forgetting_when_accuracy_holds():
+    flat = np.array([[90.0, 0.0], [90.0, 80.0]])
+    assert backward_transfer(flat) == 0.0
+    assert forgetting(flat) == 0.0
+
+
+def test_bad_shapes_are_rejected():
+    with pytest.raises(ValueError, match="square"):
+        average_accuracy(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="b must have shape"):
+        forward_transfer(R, np.zeros(2))
