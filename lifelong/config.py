@@ -69,9 +69,12 @@ def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
 
     Raises:
         ConfigError: An unknown key (named, with the valid ones) or a value of the wrong type.
+
     """
     if not isinstance(values, Mapping):
-        raise ConfigError(f"{where}: expected a mapping of config keys, got {type(values).__name__}")
+        raise ConfigError(
+            f"{where}: expected a mapping of config keys, got {type(values).__name__}"
+        )
     fields = {f.name for f in dataclasses.fields(RunConfig)}
     hints = typing.get_type_hints(RunConfig)
     kwargs: dict[str, Any] = {}

@@ -15,6 +15,7 @@ class ClassificationHead(nn.Module):
         hidden_size: Width of the encoder's pooled vector.
         num_labels: Size of the label space.
         dropout: Dropout on the pooled vector while training.
+
     """
 
     def __init__(self, hidden_size: int, num_labels: int, dropout: float = 0.0) -> None:

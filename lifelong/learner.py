@@ -24,6 +24,7 @@ class StreamResult:
         task_names: The tasks in training order.
         accuracy: R[i, j], the accuracy on task j after training on tasks 0..i, shape (T, T).
         before: b[j], the accuracy on task j of the untrained model, shape (T,).
+
     """
 
     task_names: tuple[str, ...]
@@ -63,8 +64,14 @@ def evaluate_all(
     _hook(strategy, "on_eval_start")
     row = np.array(
         [
-            evaluate(strategy, task.test, collator, batch_size=batch_size,
-                     desc=f"eval {task.name}", progress=progress)
+            evaluate(
+                strategy,
+                task.test,
+                collator,
+                batch_size=batch_size,
+                desc=f"eval {task.name}",
+                progress=progress,
+            )
             for task in stream
         ]
     )
@@ -99,6 +106,7 @@ def run_stream(
 
     Returns:
         The accuracy matrix R and the untrained accuracies b.
+
     """
     T = len(stream)
     before = evaluate_all(strategy, stream, collator, batch_size=eval_batch_size, progress=progress)
@@ -106,8 +114,12 @@ def run_stream(
     R = np.zeros((T, T))
     for i, task in enumerate(stream):
         _hook(strategy, "on_task_start", i)
-        bar = tqdm(total=len(task.train), desc=f"train {task.name} ({i + 1}/{T})", unit="ex",
-                   disable=not progress)
+        bar = tqdm(
+            total=len(task.train),
+            desc=f"train {task.name} ({i + 1}/{T})",
+            unit="ex",
+            disable=not progress,
+        )
         for step, chunk in enumerate(batches(task.train, batch_size, shuffle=True, seed=seed + i)):
             stats = strategy.observe(collator(chunk))
             bar.update(len(chunk))
@@ -117,8 +129,9 @@ def run_stream(
                     log.debug("task %s step %d: %s", task.name, step, stats)
         bar.close()
         _hook(strategy, "on_task_end", i)
-        R[i] = evaluate_all(strategy, stream, collator, batch_size=eval_batch_size,
-                            progress=progress)
+        R[i] = evaluate_all(
+            strategy, stream, collator, batch_size=eval_batch_size, progress=progress
+        )
         log.info("after %s: %s", task.name, _fmt(stream.task_names, R[i]))
     return StreamResult(stream.task_names, R, before)
 

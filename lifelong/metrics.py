@@ -34,8 +34,10 @@ def backward_transfer(R: np.ndarray) -> float:
 
 
 def forward_transfer(R: np.ndarray, b: np.ndarray) -> float:
-    """FWT = 1/(T-1) Σ_{j>0} (R[j-1, j] − b[j]): what earlier tasks give a task before it is
-    trained, over the untrained model. 0 if T = 1."""
+    """FWT = 1/(T-1) Σ_{j>0} (R[j-1, j] − b[j]); 0 if T = 1.
+
+    What training on earlier tasks gives a task before it is trained, over the untrained model.
+    """
     R = _check(R)
     b = np.asarray(b, dtype=np.float64)
     T = R.shape[0]

@@ -22,6 +22,7 @@ class Batch:
         input_ids: Token ids, shape (b, t), right-padded.
         attention_mask: 1 for real tokens, 0 for padding, shape (b, t).
         labels: Labels in the merged label space, shape (b,).
+
     """
 
     input_ids: torch.Tensor
@@ -33,7 +34,9 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         """Move every tensor to ``device``."""
-        return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.labels.to(device))
+        return Batch(
+            self.input_ids.to(device), self.attention_mask.to(device), self.labels.to(device)
+        )
 
     @staticmethod
     def concat(batches: Sequence[Batch], pad_id: int = 0) -> Batch:
@@ -59,6 +62,7 @@ class Collator:
     Args:
         tokenizer: A Hugging Face tokenizer.
         max_length: Longer inputs are truncated to this many tokens.
+
     """
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, max_length: int = 128) -> None:
@@ -98,6 +102,7 @@ class Classifier(nn.Module):
     Args:
         encoder: Any module following the `Encoder` interface.
         head: Maps the encoder output to logits.
+
     """
 
     def __init__(self, encoder: Encoder, head: nn.Module) -> None:

@@ -44,6 +44,7 @@ def get(name: str) -> type:
 
     Raises:
         UnknownStrategyError: Nothing is registered under ``name`` (lists what is).
+
     """
     if name in _registered:
         return _registered[name]
@@ -65,7 +66,9 @@ def options_class(name: str) -> type:
     return getattr(get(name), "Options", NoOptions)
 
 
-def build(name: str, context: StrategyContext, options: Mapping[str, Any] | None = None) -> Strategy:
+def build(
+    name: str, context: StrategyContext, options: Mapping[str, Any] | None = None
+) -> Strategy:
     """Construct the strategy registered under ``name`` with validated options."""
     cls = get(name)
     opts = parse_options(options_class(name), options or {}, owner=f"strategy {name!r}")

@@ -54,8 +54,12 @@ def build_stream(config: RunConfig) -> TaskStream:
     train = config.train_size if config.train_size or not real else PAPER_TRAIN_SIZE
     test = config.test_size if config.test_size or not real else PAPER_TEST_SIZE
     return text_classification_stream(
-        config.order, tasks=config.tasks, data_dir=config.data_dir,
-        train_size=train, test_size=test, seed=config.seed,
+        config.order,
+        tasks=config.tasks,
+        data_dir=config.data_dir,
+        train_size=train,
+        test_size=test,
+        seed=config.seed,
     )
 
 
@@ -76,6 +80,7 @@ def run(config: RunConfig, *, stream: TaskStream | None = None) -> RunOutcome:
 
     Returns:
         The accuracy matrix, the metrics and the run directory.
+
     """
     validate_strategy_options(config)
     registry.get(config.strategy)  # fail fast on an unknown name, before loading data
@@ -86,14 +91,26 @@ def run(config: RunConfig, *, stream: TaskStream | None = None) -> RunOutcome:
         stream = stream or build_stream(config)
         log.info("stream: %s", stream.description or ", ".join(stream.task_names))
         model, collator = build_model(config, stream.num_labels)
-        context = StrategyContext(model, collator, stream.num_labels, lr=config.lr,
-                                  batch_size=config.batch_size, seed=config.seed)
+        context = StrategyContext(
+            model,
+            collator,
+            stream.num_labels,
+            lr=config.lr,
+            batch_size=config.batch_size,
+            seed=config.seed,
+        )
         strategy = registry.build(config.strategy, context, config.options_for())
         log.info("strategy %s with %s", config.strategy, config.options_for() or "defaults")
         start = time.perf_counter()
-        result = run_stream(stream, strategy, collator, batch_size=config.batch_size,
-                            eval_batch_size=config.eval_batch_size, seed=config.seed,
-                            progress=config.progress)
+        result = run_stream(
+            stream,
+            strategy,
+            collator,
+            batch_size=config.batch_size,
+            eval_batch_size=config.eval_batch_size,
+            seed=config.seed,
+            progress=config.progress,
+        )
         metrics = summary(result.accuracy, result.before)
         metrics["seconds"] = round(time.perf_counter() - start, 1)
         write_results(run_dir, config, result, metrics)
@@ -126,17 +143,26 @@ def write_results(
 def format_report(result: StreamResult, metrics: dict[str, float]) -> str:
     """The accuracy matrix and the metrics table as plain text."""
     matrix = accuracy_frame(result).to_string(float_format=lambda x: f"{x:6.1f}")
-    names = {"average_accuracy": "average accuracy", "bwt": "BWT", "fwt": "FWT",
-             "forgetting": "forgetting"}
+    names = {
+        "average_accuracy": "average accuracy",
+        "bwt": "BWT",
+        "fwt": "FWT",
+        "forgetting": "forgetting",
+    }
     table = "\n".join(f"  {label:<17}{metrics[key]:7.1f}" for key, label in names.items())
-    return f"Accuracy matrix (%; row = after training, column = task):\n{matrix}\n\n" \
-           f"Metrics (points):\n{table}"
+    return (
+        f"Accuracy matrix (%; row = after training, column = task):\n{matrix}\n\n"
+        f"Metrics (points):\n{table}"
+    )
 
 
 def _new_run_dir(config: RunConfig) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     where = "-".join(config.tasks) if config.tasks else f"order{config.order}"
-    base = Path(config.output_dir) / f"{stamp}_{config.strategy}_{config.stream}-{where}_s{config.seed}"
+    base = (
+        Path(config.output_dir)
+        / f"{stamp}_{config.strategy}_{config.stream}-{where}_s{config.seed}"
+    )
     path, n = base, 1
     while path.exists():
         n += 1

@@ -31,6 +31,7 @@ class StrategyContext:
         lr: Learning rate of the main optimiser.
         batch_size: Training mini-batch size of the stream.
         seed: Run seed (strategies derive their own generators from it).
+
     """
 
     model: Classifier
@@ -84,6 +85,7 @@ def parse_options(cls: type, values: Mapping[str, Any], *, owner: str = "") -> A
 
     Raises:
         OptionsError: An unknown key (naming it and the valid keys) or an unconvertible value.
+
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)

@@ -32,6 +32,7 @@ def train_step(
 
     Returns:
         The mean loss over all examples.
+
     """
     chunks = [batches] if isinstance(batches, Batch) else list(batches)
     total = sum(len(c) for c in chunks)

@@ -50,6 +50,7 @@ class SparseReplay:
     Args:
         context: Supplies the model (its pre-trained encoder is copied as the key network).
         options: Replay rate and write probability.
+
     """
 
     def __init__(self, context: StrategyContext, options: ReplayOptions) -> None:
@@ -67,8 +68,9 @@ class SparseReplay:
         labels = batch.labels.numpy()
 
         def keys(chosen: np.ndarray) -> np.ndarray:
-            return self.key_encoder(self.collator.from_tokens([tokens[i] for i in chosen],
-                                                              labels[chosen]))
+            return self.key_encoder(
+                self.collator.from_tokens([tokens[i] for i in chosen], labels[chosen])
+            )
 
         self.memory.write(tokens, labels, keys)
 
@@ -103,6 +105,7 @@ class Replay:
     Args:
         context: Model, collator and optimiser settings.
         options: Replay rate (default: the paper's 1%, every 10,000 examples).
+
     """
 
     name: ClassVar[str] = "replay"
@@ -119,8 +122,9 @@ class Replay:
         stats = {"loss": train_step(self.model, self.optimizer, batch)}
         self.replay.write(batch)
         for _ in range(self.replay.due(len(batch))):
-            stats["replay_loss"] = train_step(self.model, self.optimizer,
-                                              self.replay.replay_batches())
+            stats["replay_loss"] = train_step(
+                self.model, self.optimizer, self.replay.replay_batches()
+            )
             self.replay.replays += 1
         return stats
 

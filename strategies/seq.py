@@ -17,6 +17,7 @@ class Seq:
     Args:
         context: Model, collator and optimiser settings.
         options: None.
+
     """
 
     name: ClassVar[str] = "seq"

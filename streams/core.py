@@ -17,6 +17,7 @@ class Example:
         label: The label in the stream's merged label space (0-based).
         text_pair: An optional second text (question, relation name, ...).
         uid: Where the example came from, e.g. ``"ag_news_csv/train.csv:17"`` (file and line).
+
     """
 
     text: str
@@ -35,6 +36,7 @@ class Task:
         train: Training examples.
         test: Test examples.
         validation: Optional validation examples.
+
     """
 
     name: str
@@ -55,6 +57,7 @@ class TaskStream:
         tasks: The tasks, in training order.
         label_names: Name of every label in the merged label space (index = label id).
         kind: What the examples are for (``"classification"``); heads are chosen from it.
+
     """
 
     tasks: tuple[Task, ...]
@@ -106,6 +109,7 @@ def batches(
 
     Yields:
         Lists of at most ``batch_size`` examples covering every example exactly once.
+
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")

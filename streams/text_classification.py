@@ -36,6 +36,7 @@ class DatasetSpec:
         columns: Column names after the label column.
         label_names: Class names, in the file's 1-indexed order.
         label_offset: Merged-space id of the file's label 1.
+
     """
 
     name: str
@@ -69,9 +70,20 @@ DATASETS: dict[str, DatasetSpec] = {
             "dbpedia_csv",
             ("title", "description"),
             (
-                "Company", "EducationalInstitution", "Artist", "Athlete", "OfficeHolder",
-                "MeanOfTransportation", "Building", "NaturalPlace", "Village", "Animal", "Plant",
-                "Album", "Film", "WrittenWork",
+                "Company",
+                "EducationalInstitution",
+                "Artist",
+                "Athlete",
+                "OfficeHolder",
+                "MeanOfTransportation",
+                "Building",
+                "NaturalPlace",
+                "Village",
+                "Animal",
+                "Plant",
+                "Album",
+                "Film",
+                "WrittenWork",
             ),
             9,
         ),
@@ -80,9 +92,16 @@ DATASETS: dict[str, DatasetSpec] = {
             "yahoo_answers_csv",
             ("question_title", "question_content", "best_answer"),
             (
-                "Society & Culture", "Science & Mathematics", "Health", "Education & Reference",
-                "Computers & Internet", "Sports", "Business & Finance", "Entertainment & Music",
-                "Family & Relationships", "Politics & Government",
+                "Society & Culture",
+                "Science & Mathematics",
+                "Health",
+                "Education & Reference",
+                "Computers & Internet",
+                "Sports",
+                "Business & Finance",
+                "Entertainment & Music",
+                "Family & Relationships",
+                "Politics & Government",
             ),
             23,
         ),
@@ -127,6 +146,7 @@ def read_csv(path: Path, spec: DatasetSpec) -> list[Example]:
     Raises:
         DataFormatError: The file is missing, or a row has the wrong column count, a label that
             is not an integer in range, or no text; the message names the file and line.
+
     """
     if not path.is_file():
         raise DataFormatError(
@@ -175,6 +195,7 @@ def sample_examples(
 
     Raises:
         ValueError: ``size`` exceeds the number of examples available.
+
     """
     if size is None:
         return tuple(examples)
@@ -203,6 +224,7 @@ def load_task(
 
     Returns:
         The task, its labels in the merged 33-class space.
+
     """
     if name not in DATASETS:
         raise KeyError(f"unknown dataset {name!r}; expected one of {sorted(DATASETS)}")
@@ -224,6 +246,7 @@ def resolve_tasks(order: str | None = None, tasks: Sequence[str] | None = None) 
     Args:
         order: One of ``"i"``..``"iv"``.
         tasks: Dataset names in the order to train them (overrides ``order``).
+
     """
     if tasks:
         unknown = [t for t in tasks if t not in DATASETS]
@@ -259,14 +282,15 @@ def text_classification_stream(
 
     Returns:
         A `TaskStream` over the merged 33-class label space.
+
     """
     names = resolve_tasks(order, tasks)
     loaded = tuple(
-        load_task(n, data_dir, train_size=train_size, test_size=test_size, seed=seed)
-        for n in names
+        load_task(n, data_dir, train_size=train_size, test_size=test_size, seed=seed) for n in names
     )
     source = "bundled sample" if data_dir is None else str(data_dir)
     return TaskStream(
-        loaded, merged_label_names(), description=f"text classification ({source}): "
-        + " -> ".join(names)
+        loaded,
+        merged_label_names(),
+        description=f"text classification ({source}): " + " -> ".join(names),
     )

@@ -16,6 +16,7 @@ class EncoderOutput:
         hidden: Token representations, shape (b, t, d).
         pooled: One vector per input, shape (b, d) (the [CLS] position for BERT-style encoders).
         memory: The encoder's memory after this input (``None`` for memory-less encoders).
+
     """
 
     hidden: torch.Tensor

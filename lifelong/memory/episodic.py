@@ -41,6 +41,7 @@ class MemoryItems:
         slots: The memory slots read, shape (n,).
         tokens: Token-id rows (int32), one per slot, unpadded.
         labels: Labels, shape (n, *label_shape).
+
     """
 
     slots: np.ndarray
@@ -57,6 +58,7 @@ class EpisodicMemory:
         index: A FAISS ``index_factory`` string; ``"Flat"`` is exact L2 (the default),
             ``"HNSW32"`` an approximate graph index for large memories.
         seed: Seed of the memory's own generator (sampling and write decisions).
+
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class EpisodicMemory:
 
         Returns:
             The slots written, shape (m,).
+
         """
         labels = np.asarray(labels, dtype=np.int64)
         if len(tokens) != len(labels):
@@ -118,7 +121,9 @@ class EpisodicMemory:
                 f"keys must have shape ({len(plan.indices)}, {self.key_dim}), "
                 f"got {chosen_keys.shape}"
             )
-        self._store(plan.slots, [tokens[i] for i in plan.indices], labels[plan.indices], chosen_keys)
+        self._store(
+            plan.slots, [tokens[i] for i in plan.indices], labels[plan.indices], chosen_keys
+        )
         return plan.slots
 
     def _store(
@@ -160,7 +165,9 @@ class EpisodicMemory:
         """Read the values in ``slots``."""
         slots = np.asarray(slots, dtype=np.int64)
         if slots.size and (slots.min() < 0 or slots.max() >= self._size):
-            raise IndexError(f"slots must be in [0, {self._size}), got {slots.min()}..{slots.max()}")
+            raise IndexError(
+                f"slots must be in [0, {self._size}), got {slots.min()}..{slots.max()}"
+            )
         tokens = [self._tokens[s, : self._lengths[s]].copy() for s in slots]
         labels = self._labels[slots] if self._labels is not None else np.zeros(0, np.int64)
         return MemoryItems(slots, tokens, labels.copy())
@@ -182,6 +189,7 @@ class EpisodicMemory:
         Returns:
             ``(distances, slots)``, both of shape (q, min(k, size)); squared L2 distances,
             nearest first.
+
         """
         if self._size == 0:
             raise ValueError("cannot search an empty memory")
@@ -189,7 +197,10 @@ class EpisodicMemory:
         if queries.ndim != 2 or queries.shape[1] != self.key_dim:
             raise ValueError(f"queries must have shape (q, {self.key_dim}), got {queries.shape}")
         index = self._synced_index()
-        distances, slots = index.search(queries, min(k, self._size))
+        k = min(k, self._size)
+        if hasattr(index, "hnsw"):  # graph search: explore enough candidates for k results
+            index.hnsw.efSearch = max(index.hnsw.efSearch, 4 * k)
+        distances, slots = index.search(queries, k)
         return distances, slots.astype(np.int64)
 
     def _synced_index(self) -> faiss.Index:
@@ -244,6 +255,7 @@ class EpisodicMemory:
         Raises:
             MemoryFileError: The file is missing, truncated or corrupt, has another format or
                 version, disagrees with itself, or has keys of another width than ``key_dim``.
+
         """
         path = Path(path)
         if not path.is_file():
@@ -266,8 +278,9 @@ class EpisodicMemory:
             lengths.sum()
         ) != len(arrays["tokens"]):
             raise MemoryFileError(f"{path}: arrays disagree with the header's size {n}")
-        memory = cls(header["key_dim"], policy=policy_from_state(header["policy"]),
-                     index=header["index"])
+        memory = cls(
+            header["key_dim"], policy=policy_from_state(header["policy"]), index=header["index"]
+        )
         memory.rng.bit_generator.state = header["rng"]
         if n:
             rows = np.split(arrays["tokens"], np.cumsum(lengths)[:-1])

@@ -20,6 +20,7 @@ class KeyEncoder:
     Args:
         encoder: The pre-trained encoder (copied; the original stays trainable).
         batch_size: Rows per forward pass when encoding many inputs.
+
     """
 
     def __init__(self, encoder: nn.Module, batch_size: int = 64) -> None:

@@ -20,6 +20,7 @@ class WritePlan:
     Attributes:
         indices: Positions in the incoming batch, shape (m,).
         slots: Memory slot of each, shape (m,); slots >= the current size are appends, in order.
+
     """
 
     indices: np.ndarray
@@ -132,8 +133,13 @@ def make_policy(name: str, **options: Any) -> WritePolicy:
 
     Raises:
         ValueError: Unknown name, or options the policy does not take.
+
     """
-    factories: dict[str, Any] = {"all": WriteAll, "random": RandomWrite, "reservoir": ReservoirWrite}
+    factories: dict[str, Any] = {
+        "all": WriteAll,
+        "random": RandomWrite,
+        "reservoir": ReservoirWrite,
+    }
     if name not in factories:
         raise ValueError(f"unknown write policy {name!r}; expected one of {sorted(factories)}")
     try:

@@ -30,8 +30,9 @@ def run_once(collator, seed=0, n_train=16, batch_size=4):
     stream = toy_stream(n_train=n_train)
     ctx = StrategyContext(tiny_classifier(seed=seed), collator, 4, lr=3e-3)
     strategy = Recorder(ctx)
-    result = run_stream(stream, strategy, collator, batch_size=batch_size, seed=seed,
-                        progress=False)
+    result = run_stream(
+        stream, strategy, collator, batch_size=batch_size, seed=seed, progress=False
+    )
     return result, strategy
 
 

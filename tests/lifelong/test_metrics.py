@@ -45,7 +45,10 @@ def test_forgetting_uses_best_earlier_accuracy():
 def test_single_task_has_no_transfer():
     one = np.array([[75.0]])
     assert summary(one, np.array([10.0])) == {
-        "average_accuracy": 75.0, "bwt": 0.0, "fwt": 0.0, "forgetting": 0.0,
+        "average_accuracy": 75.0,
+        "bwt": 0.0,
+        "fwt": 0.0,
+        "forgetting": 0.0,
     }
 
 

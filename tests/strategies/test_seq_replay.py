@@ -76,11 +76,13 @@ def test_replay_state_round_trip(context, collator):
     batch = first_batch(collator, toy_stream())
     strategy.observe(batch)
     state = strategy.state_dict()
-    from tests.conftest import tiny_classifier
     from lifelong.strategy import StrategyContext
+    from tests.conftest import tiny_classifier
 
-    fresh = Replay(StrategyContext(tiny_classifier(seed=1), collator, 4, lr=1e-3),
-                   ReplayOptions(replay_every=4, replay_ratio=0.5))
+    fresh = Replay(
+        StrategyContext(tiny_classifier(seed=1), collator, 4, lr=1e-3),
+        ReplayOptions(replay_every=4, replay_ratio=0.5),
+    )
     fresh.load_state_dict(state)
     assert len(fresh.replay.memory) == 4 and fresh.replay.seen == 4
     assert torch.equal(fresh.predict(batch), strategy.predict(batch))
@@ -92,8 +94,10 @@ def test_replay_chunks_make_one_update_equal_to_one_big_batch(collator):
 
     stream = toy_stream()
     big = collator(list(stream.tasks[0].train[:8]))
-    halves = [Batch(big.input_ids[:4], big.attention_mask[:4], big.labels[:4]),
-              Batch(big.input_ids[4:], big.attention_mask[4:], big.labels[4:])]
+    halves = [
+        Batch(big.input_ids[:4], big.attention_mask[:4], big.labels[:4]),
+        Batch(big.input_ids[4:], big.attention_mask[4:], big.labels[4:]),
+    ]
     a, b = tiny_classifier(), tiny_classifier()
     opt_a = torch.optim.SGD(a.parameters(), lr=0.1)
     opt_b = torch.optim.SGD(b.parameters(), lr=0.1)

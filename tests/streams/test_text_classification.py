@@ -38,10 +38,17 @@ def test_paper_orders():
 
 
 def test_real_layouts_are_read(tmp_path):
-    write_csv(tmp_path / "ag_news_csv/train.csv", [["3", "Wall St. Bears", "Short-sellers \\n are back."]])
+    write_csv(
+        tmp_path / "ag_news_csv/train.csv", [["3", "Wall St. Bears", "Short-sellers \\n are back."]]
+    )
     write_csv(tmp_path / "ag_news_csv/test.csv", [["1", "Fears for pension", "Unions say..."]])
-    write_csv(tmp_path / "yahoo_answers_csv/train.csv", [["2", "Why is the sky blue?", "", "Rayleigh scattering."]])
-    write_csv(tmp_path / "yahoo_answers_csv/test.csv", [["10", "Who votes?", "Curious.", "Citizens."]])
+    write_csv(
+        tmp_path / "yahoo_answers_csv/train.csv",
+        [["2", "Why is the sky blue?", "", "Rayleigh scattering."]],
+    )
+    write_csv(
+        tmp_path / "yahoo_answers_csv/test.csv", [["10", "Who votes?", "Curious.", "Citizens."]]
+    )
     ag = load_task("ag_news", tmp_path)
     assert ag.train[0].label == 2 and ag.test[0].label == 0
     assert ag.train[0].text == "Wall St. Bears Short-sellers are back."
@@ -54,7 +61,10 @@ def test_real_layouts_are_read(tmp_path):
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        (["1", "only title"], r"train.csv:2: expected 3 columns \(label,title,description\), got 2"),
+        (
+            ["1", "only title"],
+            r"train.csv:2: expected 3 columns \(label,title,description\), got 2",
+        ),
         (["5", "title", "text"], r"train.csv:2: label 5 is out of range 1..4"),
         (["x", "title", "text"], r"train.csv:2: label 'x' is not an integer in 1..4"),
         (["0", "title", "text"], r"train.csv:2: label 0 is out of range"),
@@ -69,7 +79,9 @@ def test_bad_rows_name_file_and_line(tmp_path, row, message):
 
 
 def test_missing_file_names_path_and_layout(tmp_path):
-    with pytest.raises(DataFormatError, match=r"ag_news_csv/train.csv: file not found .*label,title"):
+    with pytest.raises(
+        DataFormatError, match=r"ag_news_csv/train.csv: file not found .*label,title"
+    ):
         load_task("ag_news", tmp_path)
 
 

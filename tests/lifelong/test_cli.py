@@ -1,0 +1,147 @@
+import csv
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from lifelong.cli import build_parser, config_from_args, main
+from lifelong.config import ConfigError, from_dict, load_yaml
+
+
+def run_cli(*args):
+    return main(["run", "--encoder", "tiny", "--no-progress", *args])
+
+
+def write_ag_news(root, n_train=24, n_test=8):
+    words = ["election", "football", "stocks", "software"]
+    for split, n in (("train", n_train), ("test", n_test)):
+        path = root / "ag_news_csv" / f"{split}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="") as f:
+            w = csv.writer(f, quoting=csv.QUOTE_ALL)
+            for i in range(n):
+                w.writerow([str(1 + i % 4), f"{words[i % 4]} news {i}", f"about {words[i % 4]}"])
+
+
+def test_run_on_real_format_data_dir(tmp_path, capsys):
+    write_ag_news(tmp_path / "data")
+    out = tmp_path / "runs"
+    code = run_cli(
+        "--strategy",
+        "seq",
+        "--tasks",
+        "ag_news",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--train-size",
+        "24",
+        "--test-size",
+        "8",
+        "--output-dir",
+        str(out),
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Accuracy matrix" in printed and "BWT" in printed
+    (run_dir,) = out.iterdir()
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "accuracy.csv",
+        "config.yaml",
+        "log.txt",
+        "metrics.json",
+    ]
+    matrix = pd.read_csv(run_dir / "accuracy.csv", index_col=0)
+    assert list(matrix.index) == ["before", "after ag_news"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert set(metrics) >= {"average_accuracy", "bwt", "fwt", "forgetting"}
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["data_dir"] == str(tmp_path / "data") and saved["tasks"] == ["ag_news"]
+    assert load_yaml(run_dir / "config.yaml").strategy == "seq"  # resolved config reloads
+
+
+def test_real_data_dir_defaults_to_paper_sizes(tmp_path, capsys):
+    write_ag_news(tmp_path / "data")
+    code = run_cli(
+        "--tasks",
+        "ag_news",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--output-dir",
+        str(tmp_path / "runs"),
+    )
+    assert code == 2
+    assert "asked for 115000 examples but the file has 24" in capsys.readouterr().err
+
+
+def test_flags_and_options_override_the_demo_config():
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--strategy",
+            "replay",
+            "--order",
+            "iii",
+            "--tasks",
+            "yelp,ag_news",
+            "--lr",
+            "1e-3",
+            "-o",
+            "replay_every=50",
+            "-o",
+            "replay_ratio=0.1",
+        ]
+    )
+    config = config_from_args(args)
+    assert config.strategy == "replay" and config.order == "iii" and config.lr == 1e-3
+    assert config.tasks == ("yelp", "ag_news")
+    assert config.options_for() == {"replay_every": "50", "replay_ratio": "0.1"}
+
+
+def test_unknown_config_key_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("strategy: seq\nlearning_rate: 0.1\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: unknown key 'learning_rate'; valid keys:"):
+        load_yaml(path)
+    with pytest.raises(ConfigError, match="key 'batch_size': expected int"):
+        from_dict({"batch_size": "big"})
+
+
+def test_bad_strategy_and_option_are_clear_cli_errors(tmp_path, capsys):
+    assert run_cli("--strategy", "nope", "--output-dir", str(tmp_path)) == 2
+    assert "unknown strategy 'nope'; registered strategies:" in capsys.readouterr().err
+    assert run_cli("--strategy", "replay", "-o", "every=3", "--output-dir", str(tmp_path)) == 2
+    assert "unknown option 'every'" in capsys.readouterr().err
+
+
+def test_strategies_command_lists_builtins(capsys):
+    assert main(["strategies"]) == 0
+    out = capsys.readouterr().out
+    assert "seq" in out and "replay" in out
+
+
+def test_demo_config_is_valid():
+    from lifelong.config import DEMO_CONFIG, validate_strategy_options
+
+    config = load_yaml(DEMO_CONFIG)
+    validate_strategy_options(config)
+    assert config.encoder == "minilm" and config.order == "i" and config.data_dir is None
+
+
+def test_run_on_bundled_sample_subset(tmp_path, capsys):
+    code = run_cli(
+        "--strategy",
+        "replay",
+        "--tasks",
+        "ag_news,yelp",
+        "--train-size",
+        "16",
+        "--test-size",
+        "8",
+        "--output-dir",
+        str(tmp_path),
+        "-o",
+        "replay_every=8",
+    )
+    assert code == 0
+    assert "after yelp" in capsys.readouterr().out
