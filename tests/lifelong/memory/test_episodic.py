@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lifelong.memory import EpisodicMemory, MemoryFileError, RandomWrite, ReservoirWrite
 
@@ -129,3 +131,52 @@ def test_other_npz_or_version_is_rejected(tmp_path):
         EpisodicMemory.load(path)
     with pytest.raises(MemoryFileError, match="no such memory file"):
         EpisodicMemory.load(tmp_path / "missing.npz")
+
+
+def test_other_version_is_rejected(tmp_path):
+    import io
+    import json
+
+    memory, *_ = filled()
+    with np.load(io.BytesIO(memory.to_bytes())) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    header = json.loads(arrays["header"].tobytes())
+    header["version"] = 99
+    arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    path = tmp_path / "future.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(MemoryFileError, match="version 99, this lifelong reads 1"):
+        EpisodicMemory.load(path)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    capacity=st.integers(1, 12),
+    batches=st.lists(
+        st.lists(st.lists(st.integers(1, 500), min_size=1, max_size=9), min_size=1, max_size=6),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_memory_holds_exactly_what_its_plans_wrote(capacity, batches):
+    """Model-based: a dict of slot -> (tokens, label, key) mirrors every write."""
+    memory = EpisodicMemory(3, policy=ReservoirWrite(capacity), seed=1)
+    mirror = {}
+    counter = 0
+    for rows in batches:
+        tokens = [np.array(r, dtype=np.int32) for r in rows]
+        labels = np.arange(counter, counter + len(rows))
+        keys = np.tile(labels[:, None], (1, 3)).astype(np.float32)
+        slots = memory.write(tokens, labels, keys)
+        for slot in slots:
+            # the label identifies which incoming row went to this slot
+            (row,) = [i for i in range(len(rows)) if labels[i] == memory.get([slot]).labels[0]]
+            mirror[int(slot)] = (rows[row], int(labels[row]))
+        counter += len(rows)
+        assert len(memory) == len(mirror) <= capacity
+    items = memory.get(np.arange(len(memory)))
+    for slot, (row, label) in mirror.items():
+        assert items.tokens[slot].tolist() == row and items.labels[slot] == label
+        assert memory.keys[slot].tolist() == [label] * 3
+    distances, nearest = memory.nearest(memory.keys.copy(), 1)
+    assert np.allclose(distances[:, 0], 0)
