@@ -38,6 +38,13 @@ class Batch:
             self.input_ids.to(device), self.attention_mask.to(device), self.labels.to(device)
         )
 
+    def select(self, indices: Sequence[int] | np.ndarray) -> Batch:
+        """The rows ``indices`` of this batch, trimmed to their longest row."""
+        idx = torch.as_tensor(np.asarray(indices, dtype=np.int64))
+        mask = self.attention_mask[idx]
+        width = int(mask.sum(dim=1).max()) if len(idx) else 0
+        return Batch(self.input_ids[idx, :width], mask[:, :width], self.labels[idx])
+
     @staticmethod
     def concat(batches: Sequence[Batch], pad_id: int = 0) -> Batch:
         """Join batches, right-padding to the longest sequence."""

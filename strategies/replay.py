@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 
 from lifelong.memory import EpisodicMemory, KeyEncoder, RandomWrite, WriteAll
@@ -64,15 +63,11 @@ class SparseReplay:
 
     def write(self, batch: Batch) -> None:
         """Offer the batch to memory; keys are computed only for the examples written."""
-        tokens = batch.token_lists()
-        labels = batch.labels.numpy()
-
-        def keys(chosen: np.ndarray) -> np.ndarray:
-            return self.key_encoder(
-                self.collator.from_tokens([tokens[i] for i in chosen], labels[chosen])
-            )
-
-        self.memory.write(tokens, labels, keys)
+        self.memory.write(
+            batch.token_lists(),
+            batch.labels.numpy(),
+            lambda chosen: self.key_encoder(batch.select(chosen)),
+        )
 
     def due(self, batch_size: int) -> int:
         """Count ``batch_size`` new examples; return how many replay updates are now due."""
