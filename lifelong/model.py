@@ -117,9 +117,21 @@ class Classifier(nn.Module):
         self.encoder = encoder
         self.head = head
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Return logits (b, num_labels) for token ids (b, t)."""
-        return self.head(self.encoder(input_ids, attention_mask))
+    def forward(
+        self, x: torch.Tensor, attention_mask: torch.Tensor, *, start: int | None = None
+    ) -> torch.Tensor:
+        """Return logits (b, num_labels).
+
+        Args:
+            x: Token ids (b, t); or, with ``start``, the representation at that stage of the
+                encoder (see `HFEncoder.run_stages`).
+            attention_mask: 1 for tokens, 0 for padding, shape (b, t).
+            start: ``None`` for the plain forward pass from token ids.
+
+        """
+        if start is None:
+            return self.head(self.encoder(x, attention_mask))
+        return self.head(self.encoder.resume(x, attention_mask, start))
 
     def loss(self, batch: Batch) -> torch.Tensor:
         """Mean cross-entropy of the batch."""

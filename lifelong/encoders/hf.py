@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,75 @@ class HFEncoder(nn.Module):
         out = self.model(input_ids=input_ids, attention_mask=attention_mask)
         hidden = out.last_hidden_state  # (b, t, d)
         return EncoderOutput(hidden=hidden, pooled=hidden[:, 0], memory=None)
+
+    # -- stage-wise evaluation ---------------------------------------------------------------
+    # Local adaptation of the top layers runs the frozen bottom of the network once and the top
+    # many times. Stages number the cut points: stage 0 is the token ids, stage 1 the embedding
+    # output, stage k + 1 the output of layer k, stage num_layers + 1 the final hidden states.
+
+    @property
+    def num_layers(self) -> int:
+        """Number of transformer layers (BERT-style models only)."""
+        return len(self._layers())
+
+    def _layers(self) -> nn.ModuleList:
+        layers = getattr(getattr(self.model, "encoder", None), "layer", None)
+        if layers is None or not hasattr(self.model, "embeddings"):
+            raise TypeError(
+                f"stage-wise evaluation needs a BERT-style model (embeddings + encoder.layer); "
+                f"{type(self.model).__name__} from {self.name!r} has none"
+            )
+        return layers
+
+    def run_stages(
+        self, x: torch.Tensor, attention_mask: torch.Tensor, start: int, stop: int
+    ) -> torch.Tensor:
+        """Carry ``x`` from stage ``start`` to stage ``stop``.
+
+        Args:
+            x: Token ids (b, t) at stage 0, hidden states (b, t, d) after it.
+            attention_mask: 1 for tokens, 0 for padding, shape (b, t).
+            start: The stage ``x`` is at.
+            stop: The stage to reach (``start <= stop <= num_layers + 1``).
+
+        Returns:
+            The representation at stage ``stop``: hidden states (b, t, d), or ``x`` unchanged
+            when ``start == stop``.
+
+        """
+        layers = self._layers()
+        if not 0 <= start <= stop <= len(layers) + 1:
+            raise ValueError(f"stages must satisfy 0 <= {start} <= {stop} <= {len(layers) + 1}")
+        if start == 0 and stop > 0:
+            x = self.model.embeddings(input_ids=x)  # (b, t, d)
+            start = 1
+        if start < stop:
+            # additive mask (b, 1, 1, t): 0 on tokens, a large negative number on padding
+            bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+            for layer in layers[start - 1 : stop - 1]:
+                x = layer(x, bias)
+        return x
+
+    def resume(self, x: torch.Tensor, attention_mask: torch.Tensor, start: int) -> EncoderOutput:
+        """Finish encoding from stage ``start`` (see `run_stages`)."""
+        hidden = self.run_stages(x, attention_mask, start, self.num_layers + 1)  # (b, t, d)
+        return EncoderOutput(hidden=hidden, pooled=hidden[:, 0], memory=None)
+
+
+@contextmanager
+def attention_implementation(encoder: HFEncoder, name: str) -> Iterator[None]:
+    """Temporarily switch a Hugging Face encoder's attention kernel (e.g. to ``"eager"``).
+
+    ``torch.func.vmap`` has no batching rule for the backward of the CPU SDPA kernel (it falls
+    back to a slow loop), and that kernel has no double backward; the eager kernel has both.
+    """
+    config = encoder.model.config
+    previous = config._attn_implementation
+    config._attn_implementation = name
+    try:
+        yield
+    finally:
+        config._attn_implementation = previous
 
 
 def load_encoder(name: str = MINILM, *, seed: int = 0, **kwargs: Any) -> HFEncoder:

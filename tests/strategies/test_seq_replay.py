@@ -65,10 +65,10 @@ def test_replay_memory_holds_token_ids_and_labels(context, collator):
 def test_replay_keys_come_from_frozen_pretrained_encoder(context, collator):
     strategy = Replay(context, ReplayOptions(replay_every=100))
     batch = first_batch(collator, toy_stream())
-    keys_before = strategy.replay.key_encoder(batch)
+    keys_before = strategy.replay.writer.key_encoder(batch)
     for _ in range(3):
         strategy.observe(batch)
-    np.testing.assert_allclose(strategy.replay.key_encoder(batch), keys_before, atol=1e-6)
+    np.testing.assert_allclose(strategy.replay.writer.key_encoder(batch), keys_before, atol=1e-6)
 
 
 def test_replay_state_round_trip(context, collator):

@@ -1,0 +1,300 @@
+"""Local adaptation (MbPA / MbPA++): adapt a copy of the weights to retrieved neighbours.
+
+MbPA++ (de Masson d'Autume et al., 2019) predicts a test input x with weights adapted to its K
+nearest memories {(x_k, y_k)}:
+
+    W_x = argmin_W~  λ ||W~ − W||²  −  Σ_k α_k log p(y_k | x_k; W~),   α_k = 1/K,
+
+approximated by L gradient steps from W; the base weights W are never modified. `local_adapt`
+is that inner loop, written once as a pure function over a parameter dict so that MbPA, MbPA++,
+Meta-MbPA, OML-ER and ANML-ER share it (and it can run under ``torch.func.vmap``).
+
+`LocalAdapter` applies it at test time along two paths:
+
+* ``reference``: the paper's procedure, one test example at a time (adapt, predict, reset);
+* ``fast``: many test examples at once with ``vmap``, where the frozen bottom of the network
+  (everything below ``adapt_scope``) is computed once per retrieved neighbour and cached for the
+  whole evaluation phase. With ``adapt_scope="all"`` it computes what the reference path does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from lifelong.encoders.hf import attention_implementation
+from lifelong.model import Batch, Classifier
+from lifelong.replay import EpisodicWriter
+
+Params = dict[str, torch.Tensor]
+
+
+def local_adapt(
+    loss_fn: Callable[[Params], torch.Tensor],
+    params: Params,
+    *,
+    steps: int,
+    lr: float,
+    l2: float,
+    anchor: Params | None = None,
+) -> Params:
+    """Take ``steps`` SGD steps on ``loss_fn(W~) + l2 * ||W~ − anchor||²`` from ``params``.
+
+    A pure function: it returns new tensors and modifies nothing. Gradients come from
+    ``torch.func.grad``, so it runs inside ``vmap`` and, when ``params`` require grad, the
+    result stays differentiable with respect to them (second-order meta-learning).
+
+    Args:
+        loss_fn: Maps a parameter dict to the (mean, i.e. α_k = 1/K) loss on the neighbours.
+        params: The starting weights W (only the adapted subset).
+        steps: L, the number of gradient steps.
+        lr: Step size.
+        l2: λ, the weight of the pull back to the anchor.
+        anchor: Weights of the L2 pull (default: ``params``, detached).
+
+    Returns:
+        The adapted weights W_x, same keys as ``params``.
+
+    """
+    anchor = {k: v.detach() for k, v in (anchor or params).items()}
+    step = grad(loss_fn)
+    for _ in range(steps):
+        grads = step(params)
+        # d/dW~ of λ||W~ − W||² is 2λ(W~ − W): added in closed form, not through autograd
+        params = {k: v - lr * (grads[k] + 2 * l2 * (v - anchor[k])) for k, v in params.items()}
+    return params
+
+
+@dataclass(frozen=True)
+class AdaptScope:
+    """Which parameters local adaptation changes.
+
+    Attributes:
+        name: ``"all"``, ``"topN"`` (top N encoder layers plus head) or ``"head"``.
+        stage: The encoder stage where adapted parameters begin (see `HFEncoder.run_stages`):
+            0 for all, ``num_layers + 1 − N`` for top N, ``num_layers + 1`` for the head.
+        prefixes: Parameter-name prefixes (in the `Classifier`) that are adapted.
+
+    """
+
+    name: str
+    stage: int
+    prefixes: tuple[str, ...]
+
+    def params(self, model: nn.Module) -> Params:
+        """The adapted parameters of ``model``, detached from its autograd graph."""
+        return {
+            name: p.detach()
+            for name, p in model.named_parameters()
+            if name.startswith(self.prefixes)
+        }
+
+
+def parse_scope(text: str, num_layers: int) -> AdaptScope:
+    """Turn ``"all"``, ``"head"`` or ``"top<N>"`` into an `AdaptScope` for a model.
+
+    Raises:
+        ValueError: An unknown scope, or N outside 1..num_layers.
+
+    """
+    if text == "all":
+        return AdaptScope("all", 0, ("",))
+    if text == "head":
+        return AdaptScope("head", num_layers + 1, ("head.",))
+    match = re.fullmatch(r"top(\d+)", text)
+    if match and 1 <= int(match.group(1)) <= num_layers:
+        n = int(match.group(1))
+        layers = tuple(
+            f"encoder.model.encoder.layer.{i}." for i in range(num_layers - n, num_layers)
+        )
+        return AdaptScope(text, num_layers + 1 - n, (*layers, "head."))
+    raise ValueError(
+        f"adapt_scope {text!r}: expected 'all', 'head' or 'top<N>' with 1 <= N <= {num_layers}"
+    )
+
+
+@dataclass(frozen=True)
+class AdaptationOptions:
+    """Test-time local adaptation (defaults: MbPA++'s K = 32, L = 30, λ = 1e-3)."""
+
+    k: int = 32  # K: neighbours retrieved per test example
+    steps: int = 30  # L: gradient steps of local adaptation
+    l2: float = 1e-3  # λ: pull of the adapted weights back to the base weights
+    adapt_lr: float = 1e-3  # SGD step size of local adaptation
+    adapt_scope: str = "all"  # "all", "top<N>" (top N layers + head) or "head"
+    adapt_path: str = "fast"  # "fast" (batched, cached) or "reference" (one example at a time)
+    retrieval: str = "nearest"  # "nearest" (key network + memory) or "random" (MbPA++-rand)
+    fast_chunk: int = 0  # test examples per vmap call; 0 = 4 for scope "all", else 64
+
+    def __post_init__(self) -> None:
+        if self.adapt_path not in ("fast", "reference"):
+            raise ValueError(f"adapt_path must be 'fast' or 'reference', got {self.adapt_path!r}")
+        if self.retrieval not in ("nearest", "random"):
+            raise ValueError(f"retrieval must be 'nearest' or 'random', got {self.retrieval!r}")
+        if self.k < 1 or self.steps < 0:
+            raise ValueError(f"need k >= 1 and steps >= 0, got k={self.k}, steps={self.steps}")
+
+
+WORD_EMBEDDINGS = "encoder.model.embeddings.word_embeddings.weight"
+
+
+def _compact_vocabulary(
+    params: Params, inputs: tuple[torch.Tensor, ...], name: str
+) -> tuple[Params, tuple[torch.Tensor, ...]]:
+    """Restrict the word-embedding matrix to the rows ``inputs`` use, renumbering the ids.
+
+    Rows of tokens that appear in no neighbour get no gradient from the loss, and the L2 pull
+    keeps them at W, so adapting only the used rows is exact, and it spares L dense updates of
+    a (vocab, d) matrix. Row 0 stays the padding id, so ``padding_idx`` keeps its meaning.
+    """
+    nx, nmask, ny, tx, tmask = inputs
+    used = torch.unique(torch.cat([nx.reshape(-1), tx.reshape(-1), torch.zeros(1, dtype=nx.dtype)]))
+    lookup = torch.zeros(int(used.max()) + 1, dtype=nx.dtype)
+    lookup[used] = torch.arange(len(used), dtype=nx.dtype)  # used[0] == 0: padding stays 0
+    compact = {**params, name: params[name][used]}  # (rows, d)
+    return compact, (lookup[nx], nmask, ny, lookup[tx], tmask)
+
+
+class LocalAdapter:
+    """Predicts with weights locally adapted to each test input's retrieved memories.
+
+    Args:
+        model: The trained model; its parameters are only read.
+        writer: The episodic memory (and key network) to retrieve from.
+        options: K, L, λ, step size, scope, path and retrieval.
+        seed: Seed of random retrieval.
+
+    """
+
+    def __init__(
+        self, model: Classifier, writer: EpisodicWriter, options: AdaptationOptions, seed: int = 0
+    ) -> None:
+        self.model = model
+        self.writer = writer
+        self.options = options
+        self.scope = parse_scope(options.adapt_scope, model.encoder.num_layers)
+        self.rng = np.random.default_rng(seed)
+        self._cache: dict[int, torch.Tensor] = {}  # slot -> its representation at scope.stage
+        self.adapted = 0  # test examples predicted with adapted weights (for tests and logs)
+
+    def reset_cache(self) -> None:
+        """Forget cached neighbour representations (call whenever the model has changed)."""
+        self._cache.clear()
+
+    def neighbours(self, batch: Batch) -> np.ndarray:
+        """Memory slots retrieved for each test input, shape (b, min(K, memory size))."""
+        memory = self.writer.memory
+        k = min(self.options.k, len(memory))
+        if self.options.retrieval == "random":
+            return np.stack(
+                [self.rng.choice(len(memory), k, replace=False) for _ in range(len(batch))]
+            )
+        return memory.nearest(self.writer.key_encoder(batch), k)[1]
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        """Adapted logits (b, num_labels); plain logits while memory is empty."""
+        was_training = self.model.training
+        self.model.eval()  # no dropout: adaptation and prediction are deterministic
+        try:
+            if len(self.writer.memory) == 0 or self.options.steps == 0:
+                with torch.no_grad():
+                    return self.model(batch.input_ids, batch.attention_mask)
+            slots = self.neighbours(batch)
+            path = self.fast_logits if self.options.adapt_path == "fast" else self.reference_logits
+            out = path(batch, slots)
+            self.adapted += len(batch)
+            return out
+        finally:
+            self.model.train(was_training)
+
+    def _adapt_kwargs(self) -> dict[str, Any]:
+        o = self.options
+        return {"steps": o.steps, "lr": o.adapt_lr, "l2": o.l2}
+
+    # -- the paper's procedure ---------------------------------------------------------------
+    def reference_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:
+        """Adapt, predict and reset for one test example at a time (full forward passes)."""
+        out = []
+        lengths = batch.attention_mask.sum(dim=1).tolist()
+        for i, n in enumerate(lengths):
+            neighbours = self.writer.batch(slots[i])
+
+            def loss(p: Params, nb: Batch = neighbours) -> torch.Tensor:
+                logits = functional_call(self.model, p, (nb.input_ids, nb.attention_mask))
+                return nn.functional.cross_entropy(logits, nb.labels)
+
+            adapted = local_adapt(loss, self.scope.params(self.model), **self._adapt_kwargs())
+            x = (batch.input_ids[i : i + 1, :n], batch.attention_mask[i : i + 1, :n])
+            with torch.no_grad():
+                out.append(functional_call(self.model, adapted, x)[0])
+        return torch.stack(out)  # (b, num_labels)
+
+    # -- batched over test examples ------------------------------------------------------------
+    def fast_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:
+        """Adapt for many test examples at once under ``vmap``, reusing cached prefixes."""
+        stage = self.scope.stage
+        with torch.no_grad():
+            tx, tmask = self._prefix(batch.input_ids, batch.attention_mask)  # (b, t, ...)
+        nx, nmask = self._neighbour_prefix(slots)  # (b, k, t', ...), (b, k, t')
+        labels = torch.as_tensor(self.writer.memory.get(slots.reshape(-1)).labels)
+        ny = labels.view(*slots.shape)  # (b, k)
+        params = self.scope.params(self.model)
+        adapt_kwargs = self._adapt_kwargs()
+
+        def one(p: Params, nx: Any, nmask: Any, ny: Any, tx: Any, tmask: Any) -> torch.Tensor:
+            def loss(q: Params) -> torch.Tensor:
+                logits = functional_call(self.model, q, (nx, nmask), {"start": stage})
+                return nn.functional.cross_entropy(logits, ny)
+
+            adapted = local_adapt(loss, p, **adapt_kwargs)
+            return functional_call(self.model, adapted, (tx[None], tmask[None]), {"start": stage})[
+                0
+            ]
+
+        chunk = self.options.fast_chunk or (1 if self.scope.name == "all" else 64)
+        out = []
+        for s in range(0, len(batch), chunk):
+            part = slice(s, s + chunk)
+            inputs = (nx[part], nmask[part], ny[part], tx[part], tmask[part])
+            p = params
+            if stage == 0:  # adapt only the embedding rows these inputs use
+                p, inputs = _compact_vocabulary(params, inputs, WORD_EMBEDDINGS)
+            if chunk == 1:  # one example: plain autograd kernels beat vmap's batched ones
+                out.append(one(p, *(x[0] for x in inputs))[None])
+                continue
+            with attention_implementation(self.model.encoder, "eager"):
+                out.append(vmap(one, in_dims=(None, 0, 0, 0, 0, 0))(p, *inputs))
+        return torch.cat(out).detach()  # (b, num_labels)
+
+    def _prefix(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs carried through the frozen stages; the head scope keeps only [CLS]."""
+        stage = self.scope.stage
+        x = self.model.encoder.run_stages(ids, mask, 0, stage)
+        if stage == self.model.encoder.num_layers + 1:
+            return x[:, :1], mask[:, :1]  # the head reads only the [CLS] position
+        return x, mask
+
+    def _neighbour_prefix(self, slots: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        missing = np.array(sorted(set(slots.reshape(-1).tolist()) - set(self._cache)), np.int64)
+        for s in range(0, len(missing), 64):
+            part = missing[s : s + 64]
+            nb = self.writer.batch(part)
+            with torch.no_grad():
+                x, mask = self._prefix(nb.input_ids, nb.attention_mask)
+            for slot, row, n in zip(part, x, mask.sum(dim=1).tolist()):
+                self._cache[int(slot)] = row[:n].clone()
+        rows = [self._cache[int(s)] for s in slots.reshape(-1)]
+        width = max(len(r) for r in rows)
+        x = torch.zeros((len(rows), width, *rows[0].shape[1:]), dtype=rows[0].dtype)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            x[i, : len(row)] = row
+            mask[i, : len(row)] = 1
+        return x.view(*slots.shape, *x.shape[1:]), mask.view(*slots.shape, width)
