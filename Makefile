@@ -27,6 +27,7 @@ test-fast: setup
 
 bench: setup
 	$(BIN)/python experiments/bench/memory.py
+	$(BIN)/python experiments/bench/local_adaptation.py
 
 lint: setup
 	$(BIN)/ruff check .

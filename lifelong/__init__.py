@@ -5,6 +5,7 @@ protocol and registry, the learner loop, metrics and runs.
 """
 
 from lifelong import registry
+from lifelong.adaptation import AdaptationOptions, LocalAdapter, local_adapt
 from lifelong.config import RunConfig, load_yaml
 from lifelong.encoders import EncoderOutput, HFEncoder, load_encoder, load_tokenizer
 from lifelong.heads import ClassificationHead
@@ -18,12 +19,19 @@ from lifelong.metrics import (
     summary,
 )
 from lifelong.model import Batch, Classifier, Collator
+from lifelong.replay import EpisodicWriter, ReplayOptions, SparseReplay
 from lifelong.strategy import Strategy, StrategyContext
 from streams import Example, Task, TaskStream, text_classification_stream
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdaptationOptions",
+    "EpisodicWriter",
+    "LocalAdapter",
+    "ReplayOptions",
+    "SparseReplay",
+    "local_adapt",
     "Batch",
     "ClassificationHead",
     "Classifier",

@@ -45,7 +45,8 @@ def project_gradient(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:
     dot = torch.dot(g, g_ref)
     if dot >= 0:
         return g
-    return g - (dot / torch.dot(g_ref, g_ref).clamp_min(1e-12)) * g_ref
+    # dot < 0 implies g_ref != 0, so the division is safe
+    return g - (dot / torch.dot(g_ref, g_ref)) * g_ref
 
 
 def flat_gradient(model: Classifier, batches: list[Batch]) -> torch.Tensor:

@@ -131,11 +131,18 @@ class HFEncoder(nn.Module):
             x = self.model.embeddings(input_ids=x)  # (b, t, d)
             start = 1
         if start < stop:
-            # additive mask (b, 1, 1, t): 0 on tokens, a large negative number on padding
-            bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+            mask = self._layer_mask(attention_mask, x.dtype)
             for layer in layers[start - 1 : stop - 1]:
-                x = layer(x, bias)
+                x = layer(x, mask)
         return x
+
+    def _layer_mask(self, attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        # (b, 1, 1, t). SDPA takes a boolean "attend" mask, which keeps its fused kernels; the
+        # eager kernel adds a float mask: 0 on tokens, a large negative number on padding.
+        keep = attention_mask[:, None, None, :].bool()
+        if self.model.config._attn_implementation == "sdpa":
+            return keep
+        return (~keep).to(dtype) * torch.finfo(dtype).min
 
     def resume(self, x: torch.Tensor, attention_mask: torch.Tensor, start: int) -> EncoderOutput:
         """Finish encoding from stage ``start`` (see `run_stages`)."""

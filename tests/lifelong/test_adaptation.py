@@ -1,0 +1,142 @@
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from lifelong.adaptation import AdaptationOptions, LocalAdapter, local_adapt, parse_scope
+from lifelong.replay import EpisodicWriter
+from lifelong.strategy import StrategyContext
+from tests.conftest import tiny_classifier, toy_stream
+
+
+@pytest.fixture(scope="module")
+def setup(tokenizer):
+    from lifelong.model import Collator
+
+    torch.manual_seed(0)
+    collator = Collator(tokenizer, max_length=32)
+    model = tiny_classifier()
+    writer = EpisodicWriter(StrategyContext(model, collator, 4))
+    stream = toy_stream(n_train=24)
+    for task in stream:
+        writer.write(collator(list(task.train)))
+    test = collator(
+        [stream.tasks[0].test[0], stream.tasks[1].test[0], stream.tasks[0].test[5]]
+        + [stream.tasks[1].test[6]]
+    )
+    return model, writer, test
+
+
+def adapter(setup, **options):
+    model, writer, _ = setup
+    defaults = dict(k=6, steps=4, adapt_lr=0.05)
+    return LocalAdapter(model, writer, AdaptationOptions(**{**defaults, **options}))
+
+
+@pytest.mark.parametrize("scope", ["all", "top1", "head"])
+def test_fast_path_gives_the_reference_predictions(setup, scope):
+    _, _, test = setup
+    reference = adapter(setup, adapt_scope=scope, adapt_path="reference").logits(test)
+    fast = adapter(setup, adapt_scope=scope, adapt_path="fast").logits(test)
+    torch.testing.assert_close(fast, reference, atol=1e-4, rtol=0)
+
+
+def test_fast_path_batched_with_vmap_matches_too(setup):
+    _, _, test = setup
+    reference = adapter(setup, adapt_scope="all", adapt_path="reference").logits(test)
+    vmapped = adapter(setup, adapt_scope="all", fast_chunk=2).logits(test)
+    torch.testing.assert_close(vmapped, reference, atol=1e-4, rtol=0)
+
+
+def test_adaptation_changes_predictions_and_never_the_base_weights(setup):
+    model, _, test = setup
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    with torch.no_grad():
+        plain = model(test.input_ids, test.attention_mask)
+    for path in ("reference", "fast"):
+        adapted = adapter(setup, adapt_path=path).logits(test)
+        assert (adapted - plain).abs().max() > 1e-3
+    for name, p in model.named_parameters():
+        assert torch.equal(p, before[name]), name
+
+
+def test_local_adapt_lowers_the_neighbour_loss():
+    torch.manual_seed(0)
+    head = nn.Linear(8, 3)
+    x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+    params = {k: v.detach() for k, v in head.named_parameters()}
+
+    def loss(p):
+        return nn.functional.cross_entropy(torch.func.functional_call(head, p, (x,)), y)
+
+    adapted = local_adapt(loss, params, steps=20, lr=0.5, l2=1e-3)
+    assert loss(adapted) < loss(params) - 0.1
+    assert all(torch.equal(params[k], v.detach()) for k, v in head.named_parameters())
+
+
+def test_l2_pull_keeps_adapted_weights_closer_as_lambda_grows():
+    torch.manual_seed(0)
+    head = nn.Linear(8, 3)
+    x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+    params = {k: v.detach() for k, v in head.named_parameters()}
+
+    def loss(p):
+        return nn.functional.cross_entropy(torch.func.functional_call(head, p, (x,)), y)
+
+    def distance(lam):
+        adapted = local_adapt(loss, params, steps=30, lr=0.1, l2=lam)
+        return sum(((adapted[k] - params[k]) ** 2).sum() for k in params).item()
+
+    distances = [distance(lam) for lam in (0.0, 1e-2, 1e-1, 1.0, 4.0)]
+    assert all(a > b for a, b in zip(distances, distances[1:])), distances
+
+
+def test_second_order_gradient_flows_through_the_inner_loop():
+    torch.manual_seed(0)
+    w = torch.randn(3, 8, requires_grad=True)
+    x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+
+    def loss(p):
+        return nn.functional.cross_entropy(x @ p["w"].T, y)
+
+    adapted = local_adapt(loss, {"w": w}, steps=1, lr=0.5, l2=0.0)
+    outer = nn.functional.cross_entropy(torch.randn(4, 8) @ adapted["w"].T, y)
+    (g,) = torch.autograd.grad(outer, w)
+    assert torch.isfinite(g).all() and g.abs().sum() > 0
+
+
+def test_scopes_select_the_right_parameters(setup):
+    model, _, _ = setup
+    assert set(parse_scope("head", 2).params(model)) == {"head.linear.weight", "head.linear.bias"}
+    top1 = set(parse_scope("top1", 2).params(model))
+    assert any(".layer.1." in n for n in top1) and not any(".layer.0." in n for n in top1)
+    assert len(parse_scope("all", 2).params(model)) == len(list(model.parameters()))
+    with pytest.raises(ValueError, match="top<N>"):
+        parse_scope("top3", 2)
+
+
+def test_random_retrieval_draws_distinct_slots(setup):
+    _, _, test = setup
+    slots = adapter(setup, retrieval="random", k=5).neighbours(test)
+    assert slots.shape == (len(test), 5)
+    assert all(len(set(row)) == 5 for row in slots.tolist())
+
+
+def test_nearest_retrieval_finds_the_example_itself(setup):
+    _, writer, _ = setup
+    stored = writer.batch(np.arange(4))
+    slots = adapter(setup, k=1).neighbours(stored)
+    assert slots[:, 0].tolist() == [0, 1, 2, 3]
+
+
+def test_empty_memory_predicts_without_adaptation(tokenizer):
+    from lifelong.model import Collator
+
+    collator = Collator(tokenizer, 32)
+    model = tiny_classifier()
+    writer = EpisodicWriter(StrategyContext(model, collator, 4))
+    test = collator(list(toy_stream().tasks[0].test))
+    a = LocalAdapter(model, writer, AdaptationOptions())
+    with torch.no_grad():
+        torch.testing.assert_close(a.logits(test), model(test.input_ids, test.attention_mask))
+    assert a.adapted == 0

@@ -1,0 +1,97 @@
+"""The README's "Write your own strategy" example, registered as an out-of-tree package."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from lifelong import registry
+from lifelong.cli import main
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_example() -> str:
+    text = README.read_text()
+    section = text.split("## Write your own strategy", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.fixture
+def installed_plugin(tmp_path, monkeypatch):
+    """Install the example the way pip would: a module plus a dist-info with entry points."""
+    (tmp_path / "my_strategies.py").write_text(readme_example())
+    dist = tmp_path / "my_strategies-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-strategies\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[lifelong.strategies]\nmixed-replay = my_strategies:MixedReplay\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    sys.modules.pop("my_strategies", None)
+
+
+def test_readme_example_is_short():
+    assert len(readme_example().strip().splitlines()) < 50
+
+
+def test_out_of_tree_strategy_is_listed_and_runs_by_name(installed_plugin, tmp_path, capsys):
+    assert "mixed-replay" in registry.names()
+    assert main(["strategies"]) == 0
+    assert "every batch plus a few reservoir-memory examples" in capsys.readouterr().out
+    code = main(
+        [
+            "run",
+            "--strategy",
+            "mixed-replay",
+            "--encoder",
+            "tiny",
+            "--tasks",
+            "ag_news,yelp",
+            "--train-size",
+            "24",
+            "--test-size",
+            "8",
+            "--no-progress",
+            "-o",
+            "mix=4",
+            "--output-dir",
+            str(tmp_path / "runs"),
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "Accuracy matrix" in out and "after yelp" in out
+
+
+def test_unknown_plugin_option_is_an_error(installed_plugin, tmp_path, capsys):
+    code = main(
+        [
+            "run",
+            "--strategy",
+            "mixed-replay",
+            "--encoder",
+            "tiny",
+            "-o",
+            "mixx=4",
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 2
+    assert "unknown option 'mixx'; valid options: capacity, mix" in capsys.readouterr().err
+
+
+def test_in_process_registration(collator):
+    from lifelong.strategy import StrategyContext
+    from strategies.seq import Seq
+    from tests.conftest import tiny_classifier
+
+    registry.register("seq-alias", Seq)
+    try:
+        ctx = StrategyContext(tiny_classifier(), collator, 4)
+        assert isinstance(registry.build("seq-alias", ctx), Seq)
+    finally:
+        registry._registered.pop("seq-alias")
