@@ -60,7 +60,8 @@ def test_adaptation_changes_predictions_and_never_the_base_weights(setup):
         assert torch.equal(p, before[name]), name
 
 
-def test_local_adapt_lowers_the_neighbour_loss():
+def linear_problem():
+    """A linear head, its detached parameters, and the cross-entropy on 16 random points."""
     torch.manual_seed(0)
     head = nn.Linear(8, 3)
     x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
@@ -69,19 +70,18 @@ def test_local_adapt_lowers_the_neighbour_loss():
     def loss(p):
         return nn.functional.cross_entropy(torch.func.functional_call(head, p, (x,)), y)
 
+    return head, params, loss
+
+
+def test_local_adapt_lowers_the_neighbour_loss():
+    head, params, loss = linear_problem()
     adapted = local_adapt(loss, params, steps=20, lr=0.5, l2=1e-3)
     assert loss(adapted) < loss(params) - 0.1
     assert all(torch.equal(params[k], v.detach()) for k, v in head.named_parameters())
 
 
 def test_l2_pull_keeps_adapted_weights_closer_as_lambda_grows():
-    torch.manual_seed(0)
-    head = nn.Linear(8, 3)
-    x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
-    params = {k: v.detach() for k, v in head.named_parameters()}
-
-    def loss(p):
-        return nn.functional.cross_entropy(torch.func.functional_call(head, p, (x,)), y)
+    _, params, loss = linear_problem()
 
     def distance(lam):
         adapted = local_adapt(loss, params, steps=30, lr=0.1, l2=lam)
