@@ -131,7 +131,7 @@ class AdaptationOptions:
     adapt_scope: str = "all"  # "all", "top<N>" (top N layers + head) or "head"
     adapt_path: str = "fast"  # "fast" (batched, cached) or "reference" (one example at a time)
     retrieval: str = "nearest"  # "nearest" (key network + memory) or "random" (MbPA++-rand)
-    fast_chunk: int = 0  # test examples per vmap call; 0 = 4 for scope "all", else 64
+    fast_chunk: int = 0  # test examples per vmap call; 0 = 64 for "head", else 1 (no vmap)
 
     def __post_init__(self) -> None:
         if self.adapt_path not in ("fast", "reference"):
@@ -248,17 +248,18 @@ class LocalAdapter:
         params = self.scope.params(self.model)
         adapt_kwargs = self._adapt_kwargs()
 
+        chunk = self.options.fast_chunk or (64 if self.scope.name == "head" else 1)
+        # one example at a time runs the layers on real tokens only; vmap cannot (data-dependent)
+        stage_kwargs = {"start": stage, "packed": chunk == 1}
+
         def one(p: Params, nx: Any, nmask: Any, ny: Any, tx: Any, tmask: Any) -> torch.Tensor:
             def loss(q: Params) -> torch.Tensor:
-                logits = functional_call(self.model, q, (nx, nmask), {"start": stage})
+                logits = functional_call(self.model, q, (nx, nmask), stage_kwargs)
                 return nn.functional.cross_entropy(logits, ny)
 
             adapted = local_adapt(loss, p, **adapt_kwargs)
-            return functional_call(self.model, adapted, (tx[None], tmask[None]), {"start": stage})[
-                0
-            ]
+            return functional_call(self.model, adapted, (tx[None], tmask[None]), stage_kwargs)[0]
 
-        chunk = self.options.fast_chunk or (1 if self.scope.name == "all" else 64)
         out = []
         for s in range(0, len(batch), chunk):
             part = slice(s, s + chunk)
@@ -266,7 +267,7 @@ class LocalAdapter:
             p = params
             if stage == 0:  # adapt only the embedding rows these inputs use
                 p, inputs = _compact_vocabulary(params, inputs, WORD_EMBEDDINGS)
-            if chunk == 1:  # one example: plain autograd kernels beat vmap's batched ones
+            if chunk == 1:  # one example: plain kernels beat vmap's batched (bmm) ones on CPU
                 out.append(one(p, *(x[0] for x in inputs))[None])
                 continue
             with attention_implementation(self.model.encoder, "eager"):
@@ -276,7 +277,7 @@ class LocalAdapter:
     def _prefix(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Inputs carried through the frozen stages; the head scope keeps only [CLS]."""
         stage = self.scope.stage
-        x = self.model.encoder.run_stages(ids, mask, 0, stage)
+        x = self.model.encoder.run_stages(ids, mask, 0, stage, packed=True)
         if stage == self.model.encoder.num_layers + 1:
             return x[:, :1], mask[:, :1]  # the head reads only the [CLS] position
         return x, mask

@@ -118,7 +118,12 @@ class Classifier(nn.Module):
         self.head = head
 
     def forward(
-        self, x: torch.Tensor, attention_mask: torch.Tensor, *, start: int | None = None
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor,
+        *,
+        start: int | None = None,
+        packed: bool = False,
     ) -> torch.Tensor:
         """Return logits (b, num_labels).
 
@@ -127,11 +132,13 @@ class Classifier(nn.Module):
                 encoder (see `HFEncoder.run_stages`).
             attention_mask: 1 for tokens, 0 for padding, shape (b, t).
             start: ``None`` for the plain forward pass from token ids.
+            packed: With ``start``, run the encoder layers on the real tokens only (same
+                result, less compute on padded batches; see `HFEncoder.run_stages`).
 
         """
         if start is None:
             return self.head(self.encoder(x, attention_mask))
-        return self.head(self.encoder.resume(x, attention_mask, start))
+        return self.head(self.encoder.resume(x, attention_mask, start, packed=packed))
 
     def loss(self, batch: Batch) -> torch.Tensor:
         """Mean cross-entropy of the batch."""

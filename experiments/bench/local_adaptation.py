@@ -5,13 +5,15 @@ trained (sparse replay) over the bundled sample in order i, with every training 
 episodic memory; the test examples are drawn evenly from the five test sets. Every path adapts
 with K = 32 neighbours and L = 30 steps (λ = 1e-3). For each path the script prints
 examples/second, the speed-up over the reference, the accuracy, and the compute bound: the
-reference's layer-passes divided by the path's layer-passes.
+reference's token-layers divided by the path's token-layers.
 
-A layer-pass is one transformer layer applied to one sequence; a training step counts 3 per
-layer (forward + backward ≈ 3 forwards). Reference, per test example: L·K·n·3 + n. Fast path
-with N adapted layers (n for "all", 0 for "head"), over the whole run: U·(n − N) for the U
-distinct neighbours' frozen prefixes (computed once and cached) + B·(n − N) for the test
-inputs' prefixes + B·(L·K·N·3 + N).
+The bound counts token-layers: one transformer layer applied to one token position, a
+training step counting 3 (forward + backward ≈ 3 forwards). The reference pads each test
+example's K neighbours to the longest of them, so per test example it computes
+L·3·n·K·t_max + n·t_x, with n layers and t_x the test input's length. The fast path with N
+adapted layers (n for "all", 0 for "head") runs one example at a time on the real tokens only
+(see `HFEncoder.run_stages(packed=True)`): (n − N)·Σ_u t_u once for the U distinct neighbours'
+frozen prefixes (cached), plus per test example (n − N)·t_x + L·3·N·Σ_k t_k + N·t_x.
 
     python experiments/bench/local_adaptation.py [--examples 64] [--k 32] [--steps 30]
         [--scopes all,top1,head]
@@ -59,12 +61,34 @@ def test_batch(stream, collator, n: int, seed: int) -> Batch:
     return collator(list(picked[:n]))
 
 
-def layer_passes(scope: str, n: int, b: int, k: int, steps: int, unique: int) -> float:
+def token_layers(
+    scope: str,
+    n: int,
+    steps: int,
+    test_lengths: list[int],
+    neighbour_lengths: list[list[int]],
+    distinct_lengths: list[int],
+) -> float:
+    """Token-layers one path computes for the whole run (see the module docstring).
+
+    Args:
+        scope: ``"reference"`` or the fast path's adapt_scope.
+        n: Encoder layers.
+        steps: L.
+        test_lengths: Tokens of each test input.
+        neighbour_lengths: Tokens of each test input's K neighbours.
+        distinct_lengths: Tokens of each distinct retrieved neighbour.
+
+    """
+    pairs = list(zip(test_lengths, neighbour_lengths))
     if scope == "reference":
-        return b * (steps * k * n * 3 + n)
+        return sum(steps * 3 * n * len(ks) * max(ks) + n * tx for tx, ks in pairs)
     adapted = {"all": n, "head": 0}[scope] if scope in ("all", "head") else int(scope[3:])
     frozen = n - adapted
-    return unique * frozen + b * frozen + b * (steps * k * adapted * 3 + adapted)
+    cached = frozen * sum(distinct_lengths)
+    return cached + sum(
+        frozen * tx + steps * 3 * adapted * sum(ks) + adapted * tx for tx, ks in pairs
+    )
 
 
 def main() -> None:
@@ -95,7 +119,13 @@ def main() -> None:
         )
 
     slots = LocalAdapter(model, writer, options("all", "fast")).neighbours(batch)
-    unique = len(set(slots.reshape(-1).tolist()))
+    distinct = sorted(set(slots.reshape(-1).tolist()))
+    size = {s: len(t) for s, t in zip(distinct, writer.memory.get(np.array(distinct)).tokens)}
+    lengths = (
+        batch.attention_mask.sum(dim=1).tolist(),
+        [[size[s] for s in row] for row in slots.tolist()],
+        list(size.values()),
+    )
     with torch.no_grad():
         plain = model.eval()(batch.input_ids, batch.attention_mask).argmax(-1) == batch.labels
     rows = [("no adaptation", None, float(plain.float().mean()) * 100)]
@@ -116,23 +146,19 @@ def main() -> None:
         )
 
     ref_seconds = results[("reference", "all")][0]
-    ref_passes = layer_passes("reference", n, len(batch), args.k, args.steps, unique)
+    ref_work = token_layers("reference", n, args.steps, *lengths)
     print(
         f"\nLocal adaptation on MiniLM ({n} layers), K={args.k}, L={args.steps}, "
-        f"{len(batch)} test examples ({unique} distinct neighbours), "
+        f"{len(batch)} test examples ({len(distinct)} distinct neighbours), "
         f"{torch.get_num_threads()} threads"
     )
     print(f"{'path':<22}{'ex/s':>9}{'speed-up':>10}{'bound':>9}{'accuracy':>10}")
     print(f"{'no adaptation':<22}{'':>9}{'':>10}{'':>9}{rows[0][2]:9.1f}%")
     for (path, scope), (seconds, accuracy) in results.items():
-        passes = (
-            ref_passes
-            if path == "reference"
-            else layer_passes(scope, n, len(batch), args.k, args.steps, unique)
-        )
+        work = token_layers("reference" if path == "reference" else scope, n, args.steps, *lengths)
         print(
             f"{path + ' ' + scope:<22}{len(batch) / seconds:9.3f}{ref_seconds / seconds:9.1f}x"
-            f"{ref_passes / passes:8.1f}x{accuracy:9.1f}%"
+            f"{ref_work / work:8.1f}x{accuracy:9.1f}%"
         )
 
 

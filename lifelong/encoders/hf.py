@@ -109,7 +109,13 @@ class HFEncoder(nn.Module):
         return layers
 
     def run_stages(
-        self, x: torch.Tensor, attention_mask: torch.Tensor, start: int, stop: int
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor,
+        start: int,
+        stop: int,
+        *,
+        packed: bool = False,
     ) -> torch.Tensor:
         """Carry ``x`` from stage ``start`` to stage ``stop``.
 
@@ -118,10 +124,13 @@ class HFEncoder(nn.Module):
             attention_mask: 1 for tokens, 0 for padding, shape (b, t).
             start: The stage ``x`` is at.
             stop: The stage to reach (``start <= stop <= num_layers + 1``).
+            packed: Run the layers' dense parts on the real tokens only (see `packed_layer`);
+                the same result, less compute on padded batches. Not under ``vmap`` (the
+                number of real tokens is data-dependent).
 
         Returns:
             The representation at stage ``stop``: hidden states (b, t, d), or ``x`` unchanged
-            when ``start == stop``.
+            when ``start == stop``. Padding positions hold zeros when ``packed``.
 
         """
         layers = self._layers()
@@ -130,6 +139,18 @@ class HFEncoder(nn.Module):
         if start == 0 and stop > 0:
             x = self.model.embeddings(input_ids=x)  # (b, t, d)
             start = 1
+        if start < stop and packed and all(supports_packing(m) for m in layers):
+            keep = attention_mask[:, None, None, :].bool()  # (b, 1, 1, t)
+            index = attention_mask.reshape(-1).nonzero().squeeze(1)  # (n,) real tokens
+            tokens = x.reshape(-1, x.shape[-1])[index]  # (n, d)
+            for layer in layers[start - 1 : stop - 1]:
+                tokens = packed_layer(layer, tokens, index, keep)
+            return (
+                x.new_zeros(x.shape)
+                .view(-1, x.shape[-1])
+                .index_copy(0, index, tokens)
+                .view(x.shape)
+            )
         if start < stop:
             mask = self._layer_mask(attention_mask, x.dtype)
             for layer in layers[start - 1 : stop - 1]:
@@ -144,10 +165,65 @@ class HFEncoder(nn.Module):
             return keep
         return (~keep).to(dtype) * torch.finfo(dtype).min
 
-    def resume(self, x: torch.Tensor, attention_mask: torch.Tensor, start: int) -> EncoderOutput:
+    def resume(
+        self, x: torch.Tensor, attention_mask: torch.Tensor, start: int, *, packed: bool = False
+    ) -> EncoderOutput:
         """Finish encoding from stage ``start`` (see `run_stages`)."""
-        hidden = self.run_stages(x, attention_mask, start, self.num_layers + 1)  # (b, t, d)
+        hidden = self.run_stages(x, attention_mask, start, self.num_layers + 1, packed=packed)
         return EncoderOutput(hidden=hidden, pooled=hidden[:, 0], memory=None)
+
+
+def supports_packing(layer: nn.Module) -> bool:
+    """Whether `packed_layer` can run ``layer`` (a BERT/RoBERTa-style encoder layer)."""
+    attention = getattr(layer, "attention", None)
+    core = getattr(attention, "self", None)
+    dense = (getattr(attention, "output", None), getattr(layer, "intermediate", None))
+    return (
+        all(hasattr(core, a) for a in ("query", "key", "value", "attention_head_size", "scaling"))
+        and all(hasattr(m, "dense") for m in (*dense, getattr(layer, "output", None)))
+        and not getattr(layer, "is_decoder", False)
+        and not getattr(layer, "chunk_size_feed_forward", 0)
+    )
+
+
+def packed_layer(
+    layer: nn.Module, tokens: torch.Tensor, index: torch.Tensor, keep: torch.Tensor
+) -> torch.Tensor:
+    """One BERT layer over the real tokens of a padded batch ("unpadded" evaluation).
+
+    The projections, the attention output and the feed-forward block act token by token, so
+    they run on the n real tokens only instead of all b·t positions; only the attention scores
+    need the (b, t) layout, and the tokens are scattered into it for that step alone. The
+    layer's own submodules (and hence its parameters, also under ``functional_call``) are used.
+
+    Args:
+        layer: A layer for which `supports_packing` holds.
+        tokens: Hidden states of the real tokens, shape (n, d), in row-major (b, t) order.
+        index: Their flat positions in the (b·t) grid, shape (n,).
+        keep: True on real key positions, shape (b, 1, 1, t).
+
+    Returns:
+        The layer's output on the same tokens, shape (n, d).
+
+    """
+    core = layer.attention.self
+    b, t = keep.shape[0], keep.shape[-1]
+
+    def heads(z: torch.Tensor) -> torch.Tensor:  # (n, d) -> (b, heads, t, head size)
+        grid = z.new_zeros(b * t, z.shape[-1]).index_copy(0, index, z)
+        return grid.view(b, t, -1, core.attention_head_size).transpose(1, 2)
+
+    context = nn.functional.scaled_dot_product_attention(
+        heads(core.query(tokens)),
+        heads(core.key(tokens)),
+        heads(core.value(tokens)),
+        attn_mask=keep,
+        dropout_p=core.dropout.p if core.training else 0.0,
+        scale=core.scaling,
+    )  # (b, heads, t, head size); padded query rows see real keys only and are dropped below
+    context = context.transpose(1, 2).reshape(b * t, -1)[index]  # (n, d)
+    attended = layer.attention.output(context, tokens)  # dense, dropout, residual, LayerNorm
+    return layer.output(layer.intermediate(attended), attended)  # (n, d)
 
 
 @contextmanager

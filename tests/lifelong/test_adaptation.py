@@ -41,10 +41,11 @@ def test_fast_path_gives_the_reference_predictions(setup, scope):
     torch.testing.assert_close(fast, reference, atol=1e-4, rtol=0)
 
 
-def test_fast_path_batched_with_vmap_matches_too(setup):
+@pytest.mark.parametrize("scope", ["all", "top1"])
+def test_fast_path_batched_with_vmap_matches_too(setup, scope):
     _, _, test = setup
-    reference = adapter(setup, adapt_scope="all", adapt_path="reference").logits(test)
-    vmapped = adapter(setup, adapt_scope="all", fast_chunk=2).logits(test)
+    reference = adapter(setup, adapt_scope=scope, adapt_path="reference").logits(test)
+    vmapped = adapter(setup, adapt_scope=scope, fast_chunk=2).logits(test)
     torch.testing.assert_close(vmapped, reference, atol=1e-4, rtol=0)
 
 

@@ -1,0 +1,54 @@
+import pytest
+import torch
+
+from lifelong.encoders.hf import load_encoder, supports_packing
+
+
+@pytest.fixture(scope="module")
+def padded_batch():
+    torch.manual_seed(0)
+    ids = torch.randint(1000, 2000, (3, 9))
+    mask = torch.ones(3, 9, dtype=torch.long)
+    mask[0, 5:] = 0  # three lengths: 5, 9, 2
+    mask[2, 2:] = 0
+    return ids * mask, mask
+
+
+def test_stages_compose_to_the_plain_forward(padded_batch):
+    encoder = load_encoder("tiny").eval()
+    ids, mask = padded_batch
+    plain = encoder(ids, mask).hidden  # (b, t, d)
+    middle = encoder.run_stages(ids, mask, 0, 2)
+    staged = encoder.run_stages(middle, mask, 2, encoder.num_layers + 1)
+    real = mask.bool()
+    torch.testing.assert_close(staged[real], plain[real], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("start", [0, 1, 2])
+def test_packed_layers_match_padded_ones_and_their_gradients(padded_batch, start):
+    encoder = load_encoder("tiny").eval()
+    assert all(supports_packing(layer) for layer in encoder.model.encoder.layer)
+    ids, mask = padded_batch
+    x = encoder.run_stages(ids, mask, 0, start).detach()
+    stop = encoder.num_layers + 1
+    real = mask.bool()
+
+    outputs, grads = [], []
+    for packed in (False, True):
+        encoder.zero_grad()
+        out = encoder.run_stages(x, mask, start, stop, packed=packed)  # (b, t, d)
+        out[real].square().sum().backward()
+        outputs.append(out)
+        grads.append(
+            {n: p.grad.clone() for n, p in encoder.named_parameters() if p.grad is not None}
+        )
+
+    torch.testing.assert_close(outputs[1][real], outputs[0][real], atol=1e-5, rtol=0)
+    assert torch.all(outputs[1][~real] == 0)  # padding positions are zero, not garbage
+    assert grads[0].keys() == grads[1].keys() and grads[0]
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-4, rtol=1e-4)
+
+
+def test_packing_needs_a_bert_style_layer():
+    assert not supports_packing(torch.nn.Linear(2, 2))
