@@ -20,7 +20,7 @@ Meta-MbPA, OML-ER and ANML-ER share it (and it can run under ``torch.func.vmap``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +44,16 @@ def local_adapt(
     lr: float,
     l2: float,
     anchor: Params | None = None,
+    first_order: bool = False,
+    gradient: Callable[[Params], Params] | None = None,
 ) -> Params:
     """Take ``steps`` SGD steps on ``loss_fn(W~) + l2 * ||W~ − anchor||²`` from ``params``.
 
     A pure function: it returns new tensors and modifies nothing. Gradients come from
     ``torch.func.grad``, so it runs inside ``vmap`` and, when ``params`` require grad, the
-    result stays differentiable with respect to them (second-order meta-learning).
+    result stays differentiable with respect to them: through the inner gradients too
+    (second-order meta-learning), or, with ``first_order``, treating them as constants
+    (FOMAML: d W_x / d W = identity).
 
     Args:
         loss_fn: Maps a parameter dict to the (mean, i.e. α_k = 1/K) loss on the neighbours.
@@ -58,18 +62,58 @@ def local_adapt(
         lr: Step size.
         l2: λ, the weight of the pull back to the anchor.
         anchor: Weights of the L2 pull (default: ``params``, detached).
+        first_order: Detach the inner gradients from the graph (first-order meta-gradient).
+        gradient: Computes d loss / d W~ instead of ``torch.func.grad(loss_fn)`` (e.g.
+            `summed_gradient` over chunks of a large neighbour pool); ``loss_fn`` is then unused.
 
     Returns:
         The adapted weights W_x, same keys as ``params``.
 
     """
     anchor = {k: v.detach() for k, v in (anchor or params).items()}
-    step = grad(loss_fn)
+    step = gradient or grad(loss_fn)
     for _ in range(steps):
         grads = step(params)
+        if first_order:
+            grads = {k: g.detach() for k, g in grads.items()}
         # d/dW~ of λ||W~ − W||² is 2λ(W~ − W): added in closed form, not through autograd
         params = {k: v - lr * (grads[k] + 2 * l2 * (v - anchor[k])) for k, v in params.items()}
     return params
+
+
+def summed_gradient(
+    losses: Sequence[Callable[[Params], torch.Tensor]], weights: Sequence[float]
+) -> Callable[[Params], Params]:
+    """The gradient of Σ_i w_i · loss_i, one loss (one chunk of examples) at a time.
+
+    Holds only one chunk's graph in memory, so `local_adapt` can take full-batch steps on a
+    neighbour pool of any size.
+    """
+
+    def gradient(params: Params) -> Params:
+        total = {k: torch.zeros_like(v) for k, v in params.items()}
+        for loss, weight in zip(losses, weights, strict=True):
+            for k, g in grad(loss)(params).items():
+                total[k] = total[k] + weight * g
+        return total
+
+    return gradient
+
+
+def frozen_prefix(
+    model: Classifier, ids: torch.Tensor, mask: torch.Tensor, stage: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Carry inputs through the frozen stages below ``stage`` (no gradient).
+
+    Returns the representation at ``stage`` and its mask, ready for
+    ``model(x, mask, start=stage)``. At the head stage only the [CLS] position is kept (the
+    head reads nothing else).
+    """
+    with torch.no_grad():
+        x = model.encoder.run_stages(ids, mask, 0, stage, packed=True)
+    if stage == model.encoder.num_layers + 1:
+        return x[:, :1], mask[:, :1]
+    return x, mask
 
 
 @dataclass(frozen=True)
@@ -275,12 +319,7 @@ class LocalAdapter:
         return torch.cat(out).detach()  # (b, num_labels)
 
     def _prefix(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs carried through the frozen stages; the head scope keeps only [CLS]."""
-        stage = self.scope.stage
-        x = self.model.encoder.run_stages(ids, mask, 0, stage, packed=True)
-        if stage == self.model.encoder.num_layers + 1:
-            return x[:, :1], mask[:, :1]  # the head reads only the [CLS] position
-        return x, mask
+        return frozen_prefix(self.model, ids, mask, self.scope.stage)
 
     def _neighbour_prefix(self, slots: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         missing = np.array(sorted(set(slots.reshape(-1).tolist()) - set(self._cache)), np.int64)

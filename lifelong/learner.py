@@ -41,14 +41,25 @@ def evaluate(
     desc: str = "eval",
     progress: bool = True,
 ) -> float:
-    """Accuracy (percent) of ``strategy.predict`` on ``examples``."""
-    correct = 0
+    """Accuracy (percent) of the strategy's predictions on ``examples`` (one test set).
+
+    A strategy that adapts once per test set (Meta-MbPA's coarse adaptation, OML-ER's meta-test)
+    defines ``predict_set(batches) -> list of label tensors`` and gets the whole set at once;
+    any other is asked ``predict(batch)`` batch by batch.
+    """
     bar = tqdm(total=len(examples), desc=desc, unit="ex", leave=False, disable=not progress)
-    for chunk in batches(examples, batch_size):
-        batch = collator(chunk)
-        correct += int((strategy.predict(batch) == batch.labels).sum())
-        bar.update(len(chunk))
+    test = [collator(chunk) for chunk in batches(examples, batch_size)]
+    predict_set = getattr(strategy, "predict_set", None)
+    if callable(predict_set):
+        predictions = predict_set(test)
+        bar.update(len(examples))
+    else:
+        predictions = []
+        for batch in test:
+            predictions.append(strategy.predict(batch))
+            bar.update(len(batch))
     bar.close()
+    correct = sum(int((p == b.labels).sum()) for p, b in zip(predictions, test, strict=True))
     return 100.0 * correct / len(examples)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lifelong.memory import EpisodicMemory, KeyEncoder, RandomWrite, WriteAll
+from lifelong.memory import EpisodicMemory, KeyEncoder, RandomWrite, WriteAll, WritePolicy
 from lifelong.model import Batch, Collator
 from lifelong.strategy import StrategyContext
 
@@ -26,13 +26,21 @@ class EpisodicWriter:
         context: Supplies the model (its pre-trained encoder is copied as the key network, so
             build this before training starts) and the collator.
         write_prob: Probability of writing each example (1 = all of them, as in MbPA++).
+        policy: Any other write policy (e.g. `DiversityWrite`); overrides ``write_prob``.
 
     """
 
-    def __init__(self, context: StrategyContext, write_prob: float = 1.0) -> None:
+    def __init__(
+        self,
+        context: StrategyContext,
+        write_prob: float = 1.0,
+        *,
+        policy: WritePolicy | None = None,
+    ) -> None:
         self.collator: Collator = context.collator
         self.key_encoder = KeyEncoder(context.model.encoder)
-        policy = WriteAll() if write_prob >= 1.0 else RandomWrite(write_prob)
+        if policy is None:
+            policy = WriteAll() if write_prob >= 1.0 else RandomWrite(write_prob)
         self.memory = EpisodicMemory(self.key_encoder.dim, policy=policy, seed=context.seed)
 
     def write(self, batch: Batch) -> None:

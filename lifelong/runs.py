@@ -113,6 +113,10 @@ def run(config: RunConfig, *, stream: TaskStream | None = None) -> RunOutcome:
         )
         metrics = summary(result.accuracy, result.before)
         metrics["seconds"] = round(time.perf_counter() - start, 1)
+        report = getattr(strategy, "report", None)
+        if callable(report):  # strategy-specific end-of-run numbers, e.g. a write rate
+            metrics["strategy"] = report()
+            log.info("strategy report: %s", metrics["strategy"])
         write_results(run_dir, config, result, metrics)
         log.info("run written to %s", run_dir)
         return RunOutcome(result, metrics, run_dir)
@@ -150,6 +154,8 @@ def format_report(result: StreamResult, metrics: dict[str, float]) -> str:
         "forgetting": "forgetting",
     }
     table = "\n".join(f"  {label:<17}{metrics[key]:7.1f}" for key, label in names.items())
+    for key, value in dict(metrics.get("strategy", {})).items():
+        table += f"\n  {key:<17}{value:7.3g}"
     return (
         f"Accuracy matrix (%; row = after training, column = task):\n{matrix}\n\n"
         f"Metrics (points):\n{table}"

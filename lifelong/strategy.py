@@ -3,7 +3,11 @@
 A strategy is a class with a ``name``, a one-line ``description``, an ``Options`` dataclass and a
 constructor ``(context, options)``. The learner calls ``observe`` for every training mini-batch
 (no task identifier) and ``predict`` for every evaluation batch. Hooks are optional: a strategy
-that needs task boundaries (e.g. online EWC) defines ``on_task_start`` / ``on_task_end``.
+that needs task boundaries (e.g. online EWC) defines ``on_task_start`` / ``on_task_end``; one
+that must see the evaluation phases defines ``on_eval_start`` / ``on_eval_end``; one that adapts
+once per test set defines ``predict_set(batches)`` (the learner then hands it each test set
+whole); one with end-of-run numbers (e.g. a memory write rate) defines ``report()``, whose dict
+lands in the run's ``metrics.json`` under ``"strategy"``.
 """
 
 from __future__ import annotations

@@ -45,8 +45,9 @@ def project_gradient(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:
     dot = torch.dot(g, g_ref)
     if dot >= 0:
         return g
-    # dot < 0 implies g_ref != 0, so the division is safe
-    return g - (dot / torch.dot(g_ref, g_ref)) * g_ref
+    # dot < 0 implies g_ref != 0; rescaling it first keeps g_ref · g_ref from underflowing to 0
+    r = g_ref / g_ref.abs().max()
+    return g - (torch.dot(g, r) / torch.dot(r, r)) * r
 
 
 def flat_gradient(model: Classifier, batches: list[Batch]) -> torch.Tensor:

@@ -3,6 +3,7 @@
 from lifelong.memory.episodic import EpisodicMemory, MemoryFileError, MemoryItems
 from lifelong.memory.keys import KeyEncoder
 from lifelong.memory.policies import (
+    DiversityWrite,
     RandomWrite,
     ReservoirWrite,
     WriteAll,
@@ -12,6 +13,7 @@ from lifelong.memory.policies import (
 )
 
 __all__ = [
+    "DiversityWrite",
     "EpisodicMemory",
     "KeyEncoder",
     "MemoryFileError",

@@ -111,7 +111,12 @@ class EpisodicMemory:
         labels = np.asarray(labels, dtype=np.int64)
         if len(tokens) != len(labels):
             raise ValueError(f"write got {len(tokens)} token rows but {len(labels)} labels")
-        plan = self.policy.plan(len(labels), self._size, self.rng)
+        if getattr(self.policy, "needs_keys", False):  # e.g. diversity: decides by the keys
+            keys = np.asarray(keys(np.arange(len(labels))) if callable(keys) else keys)
+            nearest = self.nearest(keys, 1)[0][:, 0] if self._size else np.full(len(labels), np.inf)
+            plan = self.policy.plan_keyed(keys, nearest, self._size, self.rng)
+        else:
+            plan = self.policy.plan(len(labels), self._size, self.rng)
         if len(plan.indices) == 0:
             return plan.slots
         chosen_keys = keys(plan.indices) if callable(keys) else np.asarray(keys)[plan.indices]

@@ -128,8 +128,110 @@ class ReservoirWrite:
         self.seen = int(state["seen"])
 
 
+@dataclass
+class DiversityWrite:
+    """Meta-MbPA's diversity-based writes: examples far from everything stored are kept.
+
+    Wang et al. (2020) score an example x by its distance to memory under the frozen key network
+    g, d(x) = min_m ||g(x) − g(m)||², through exp(−d(x)/β) (β = 10). We read exp(−d/β) as how
+    well memory already covers x and write with probability proportional to the novelty
+    ``1 − exp(−d/β)``: a near-duplicate of a stored key (d ≈ 0) is almost never written, a far
+    example almost always is, which is the paper's stated aim ("select examples that are less
+    similar to existing memory"). The factor is set online so that about ``rate`` of the stream
+    is kept (1% in the paper): p(x) = min(1, rate · novelty(x) / mean novelty so far). Within a
+    batch, examples are decided in order, each against memory plus the examples of the batch
+    chosen before it.
+
+    Attributes:
+        rate: Target fraction of the stream to keep.
+        beta: β, the distance scale.
+        seen: Examples offered so far.
+        written: Examples written so far.
+        novelty_sum: Sum of the novelty of every example offered (for the running mean).
+
+    """
+
+    rate: float = 0.01
+    beta: float = 10.0
+    seen: int = 0
+    written: int = 0
+    novelty_sum: float = 0.0
+    name: str = "diversity"
+    needs_keys: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.rate <= 1.0:
+            raise ValueError(f"diversity write rate must be in (0, 1], got {self.rate}")
+        if not self.beta > 0:
+            raise ValueError(f"diversity beta must be > 0, got {self.beta}")
+
+    def plan(self, n: int, size: int, rng: np.random.Generator) -> WritePlan:
+        """Not usable without keys: `EpisodicMemory.write` calls `plan_keyed` instead."""
+        raise TypeError("the diversity policy needs the incoming keys; use plan_keyed")
+
+    def novelty(self, distance: np.ndarray) -> np.ndarray:
+        """1 − exp(−d/β) for squared key distances d (1 for an empty memory, d = inf)."""
+        return 1.0 - np.exp(-np.asarray(distance, dtype=np.float64) / self.beta)
+
+    def probability(self, novelty: float) -> float:
+        """Write probability of an example of this novelty, given the running mean."""
+        mean = self.novelty_sum / self.seen if self.seen else 1.0
+        return float(min(1.0, self.rate * novelty / mean)) if mean > 0 else self.rate
+
+    def plan_keyed(
+        self, keys: np.ndarray, distance: np.ndarray, size: int, rng: np.random.Generator
+    ) -> WritePlan:
+        """Plan the write of examples with keys (n, key_dim).
+
+        Args:
+            keys: Keys of the incoming examples.
+            distance: Squared distance of each to its nearest stored key (inf if memory is
+                empty), shape (n,).
+            size: The memory's current size.
+            rng: The memory's generator.
+
+        """
+        keys = np.asarray(keys, dtype=np.float64)
+        chosen: list[int] = []
+        for i in range(len(keys)):
+            d = float(distance[i])
+            if chosen:  # also against the examples of this batch already chosen
+                d = min(d, float(((keys[chosen] - keys[i]) ** 2).sum(axis=1).min()))
+            novelty = float(self.novelty(d))
+            self.seen += 1
+            self.novelty_sum += novelty
+            if rng.random() < self.probability(novelty):
+                chosen.append(i)
+        self.written += len(chosen)
+        return _append(np.array(chosen, dtype=np.int64), size)
+
+    @property
+    def write_rate(self) -> float:
+        """Fraction of the offered examples written so far."""
+        return self.written / self.seen if self.seen else 0.0
+
+    def state(self) -> dict[str, Any]:
+        """Settings and counters."""
+        return {
+            "name": self.name,
+            "rate": self.rate,
+            "beta": self.beta,
+            "seen": self.seen,
+            "written": self.written,
+            "novelty_sum": self.novelty_sum,
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore the counters."""
+        self.seen, self.written = int(state["seen"]), int(state["written"])
+        self.novelty_sum = float(state["novelty_sum"])
+
+
 def make_policy(name: str, **options: Any) -> WritePolicy:
-    """Build a policy by name: ``all``, ``random`` (``p=``) or ``reservoir`` (``capacity=``).
+    """Build a policy by name.
+
+    Names: ``all``, ``random`` (``p=``), ``reservoir`` (``capacity=``), ``diversity``
+    (``rate=``, ``beta=``).
 
     Raises:
         ValueError: Unknown name, or options the policy does not take.
@@ -139,6 +241,7 @@ def make_policy(name: str, **options: Any) -> WritePolicy:
         "all": WriteAll,
         "random": RandomWrite,
         "reservoir": ReservoirWrite,
+        "diversity": DiversityWrite,
     }
     if name not in factories:
         raise ValueError(f"unknown write policy {name!r}; expected one of {sorted(factories)}")
@@ -150,7 +253,8 @@ def make_policy(name: str, **options: Any) -> WritePolicy:
 
 def policy_from_state(state: dict[str, Any]) -> WritePolicy:
     """Rebuild a policy from what its `state` returned."""
-    options = {k: v for k, v in state.items() if k not in ("name", "seen")}
+    counters = ("name", "seen", "written", "novelty_sum")
+    options = {k: v for k, v in state.items() if k not in counters}
     policy = make_policy(state["name"], **options)
     policy.load_state(state)
     return policy

@@ -145,3 +145,27 @@ def test_run_on_bundled_sample_subset(tmp_path, capsys):
     )
     assert code == 0
     assert "after yelp" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["meta-mbpa", "oml-er", "anml-er"])
+def test_meta_strategies_run_from_the_cli_with_demo_options(name, tmp_path, capsys):
+    code = run_cli(
+        "--strategy",
+        name,
+        "--tasks",
+        "ag_news,yelp",
+        "--train-size",
+        "48",
+        "--test-size",
+        "8",
+        "--output-dir",
+        str(tmp_path),
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "after yelp" in out
+    (run_dir,) = tmp_path.iterdir()
+    report = json.loads((run_dir / "metrics.json").read_text())["strategy"]
+    counter = "coarse_adaptations" if name == "meta-mbpa" else "meta_tests"
+    assert report[counter] == 2 * 2  # once per test set: 2 sets x 2 rows (memory empty before)
+    assert counter in out

@@ -1,0 +1,157 @@
+"""Meta-learning episodes over a stream, as in OML-ER and ANML-ER (Holla et al., 2020).
+
+The stream arrives in mini-batches of b examples. An episode is m support batches and a query:
+normally the next stream batch; every R_F-th episode instead a replay batch of ⌊r·R_I⌋ examples
+drawn from episodic memory, where
+
+    R_F = ⌈(R_I / b + 1) / (m + 1)⌉,
+
+so that replay happens about once every R_I stream examples (R_I = 9,600, r = 0.01, b = 16,
+m = 5 for text classification: a 96-example replay query every 101 episodes). The inner loop
+adapts a part of the network with one SGD step per support batch; the outer loop updates the
+whole network on the query loss at the adapted weights (first-order: FOMAML).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from lifelong.adaptation import Params, local_adapt
+from lifelong.encoders.base import EncoderOutput
+from lifelong.model import Batch
+
+
+def replay_frequency(replay_every: int, batch_size: int, support_batches: int) -> int:
+    """R_F = ⌈(R_I / b + 1) / (m + 1)⌉: every R_F-th episode queries a replay batch.
+
+    Raises:
+        ValueError: A non-positive R_I, b or m.
+
+    """
+    if min(replay_every, batch_size, support_batches) < 1:
+        raise ValueError(
+            f"need R_I, b, m >= 1, got R_I={replay_every}, b={batch_size}, m={support_batches}"
+        )
+    return math.ceil((replay_every / batch_size + 1) / (support_batches + 1))
+
+
+def replay_size(replay_ratio: float, replay_every: int) -> int:
+    """⌊r·R_I⌋ memory examples in a replay query (at least 1)."""
+    return max(1, math.floor(replay_ratio * replay_every))
+
+
+@dataclass
+class Episode:
+    """One episode: support batches from the stream and a query.
+
+    Attributes:
+        support: The m support batches (fewer when a partial episode is flushed).
+        query: The query stream batch; ``None`` in a replay episode (the query comes from memory).
+        replay: Whether this is a replay episode.
+
+    """
+
+    support: list[Batch]
+    query: Batch | None
+    replay: bool = False
+
+    @property
+    def stream_batches(self) -> list[Batch]:
+        """The stream batches the episode consumed (to write to memory afterwards)."""
+        return self.support + ([self.query] if self.query is not None else [])
+
+
+@dataclass
+class EpisodeBuffer:
+    """Cuts a stream of mini-batches into episodes.
+
+    Episode e (counting from 1) is a replay episode when e is a multiple of R_F: it takes m
+    stream batches as support and queries memory; any other episode takes m + 1 stream
+    batches, the last one as query.
+
+    Attributes:
+        support_batches: m.
+        replay_every_episodes: R_F (0 = never replay).
+        episodes: Episodes emitted so far.
+
+    """
+
+    support_batches: int
+    replay_every_episodes: int
+    episodes: int = 0
+    pending: list[Batch] = field(default_factory=list)
+
+    def next_is_replay(self) -> bool:
+        """Whether the episode being filled will query memory."""
+        r = self.replay_every_episodes
+        return r > 0 and (self.episodes + 1) % r == 0
+
+    def add(self, batch: Batch) -> Episode | None:
+        """Take one stream batch; return the episode it completes, if any."""
+        self.pending.append(batch)
+        replay = self.next_is_replay()
+        if len(self.pending) < self.support_batches + (0 if replay else 1):
+            return None
+        return self._emit(replay)
+
+    def flush(self) -> Episode | None:
+        """The partial episode of the batches still pending (last one as query), if any."""
+        if not self.pending:
+            return None
+        return self._emit(replay=False)
+
+    def _emit(self, replay: bool) -> Episode:
+        batches, self.pending = self.pending, []
+        self.episodes += 1
+        if replay:
+            return Episode(batches, None, replay=True)
+        return Episode(batches[:-1], batches[-1])
+
+
+def head_features(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """The pooled vector (b, d) a classifier's head reads, without gradient."""
+    with torch.no_grad():
+        return model.encoder(batch.input_ids, batch.attention_mask).pooled
+
+
+def head_params(model: nn.Module) -> Params:
+    """The live (trainable) parameters of ``model.head``, keyed by their name in the head."""
+    return dict(model.head.named_parameters())
+
+
+def adapt_head(
+    head: nn.Module,
+    params: Params,
+    batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    lr: float,
+) -> Params:
+    """One SGD step on the head per (features (b, d), labels (b,)) batch, in order.
+
+    First-order (the inner gradients are constants), pure: ``head`` and ``params`` are not
+    modified; the result stays differentiable with respect to ``params`` with identity
+    Jacobian, so a query loss at the adapted head back-propagates FOMAML's gradient to W.
+    """
+    for features, labels in batches:
+        encoded = EncoderOutput(hidden=features[:, None], pooled=features, memory=None)
+
+        def loss(q: Params, encoded: EncoderOutput = encoded, labels: torch.Tensor = labels):
+            return nn.functional.cross_entropy(functional_call(head, q, (encoded,)), labels)
+
+        params = local_adapt(loss, params, steps=1, lr=lr, l2=0.0, first_order=True)
+    return params
+
+
+def predict_with_head(
+    head: nn.Module, params: Params, features: Callable[[Batch], torch.Tensor], batch: Batch
+) -> torch.Tensor:
+    """Labels (b,) from ``head`` with weights ``params`` over ``features(batch)`` (b, d)."""
+    with torch.no_grad():
+        pooled = features(batch)
+        encoded = EncoderOutput(hidden=pooled[:, None], pooled=pooled, memory=None)
+        return functional_call(head, params, (encoded,)).argmax(dim=-1)

@@ -1,0 +1,124 @@
+"""ANML-ER (Holla et al., 2020): a neuromodulated prediction network with experience replay.
+
+A neuromodulatory network h_φ (a frozen copy of the pre-trained encoder, then Linear–ReLU–
+Linear–sigmoid of width d = hidden size) gates the prediction network's representation element
+by element:
+
+    f(x) = g_W2(e_W1(x) ⊙ h_φ(x)),
+
+with e_W1 the trainable encoder and g_W2 the linear head. Episodes, replay queries and the
+meta-test are OML-ER's (see `strategies.oml_er`); the inner loop adapts the whole prediction
+network (encoder and head: one functional SGD step per support batch), and the outer loop
+updates the prediction network and the gate with first-order gradients. The frozen encoder of
+h_φ is kept out of every optimiser.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from lifelong.adaptation import Params, local_adapt
+from lifelong.encoders.base import EncoderOutput
+from lifelong.model import Batch, Classifier
+from lifelong.strategy import StrategyContext
+from strategies.oml_er import OMLER, OMLEROptions
+
+
+class Neuromodulator(nn.Module):
+    """h_φ: a frozen encoder copy and a trainable sigmoid gate of the encoder's width.
+
+    Args:
+        encoder: The pre-trained encoder; it is copied (before any training) and frozen.
+
+    """
+
+    def __init__(self, encoder: nn.Module) -> None:
+        super().__init__()
+        self.encoder = copy.deepcopy(encoder).requires_grad_(False)
+        d = encoder.hidden_size
+        self.gate = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, d), nn.Sigmoid())
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The gate (b, d) in [0, 1]; no gradient reaches the frozen encoder."""
+        self.encoder.eval()  # frozen: no dropout either
+        with torch.no_grad():
+            context = self.encoder(input_ids, attention_mask).pooled  # (b, d)
+        return self.gate(context)
+
+
+class GatedClassifier(nn.Module):
+    """f(x) = head(encoder(x).pooled ⊙ h_φ(x)).
+
+    Args:
+        classifier: The prediction network (encoder e_W1 + head g_W2).
+        neuromodulator: h_φ.
+
+    """
+
+    def __init__(self, classifier: Classifier, neuromodulator: Neuromodulator) -> None:
+        super().__init__()
+        self.classifier = classifier
+        self.neuromodulator = neuromodulator
+
+    def features(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The gated representation (b, d) the head reads."""
+        pooled = self.classifier.encoder(input_ids, attention_mask).pooled  # (b, d)
+        return pooled * self.neuromodulator(input_ids, attention_mask)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Logits (b, num_labels)."""
+        gated = self.features(input_ids, attention_mask)
+        return self.classifier.head(EncoderOutput(hidden=gated[:, None], pooled=gated, memory=None))
+
+
+@dataclass(frozen=True)
+class ANMLEROptions(OMLEROptions):
+    """OML-ER's options (the paper truncates ANML-ER's inputs to 300 tokens, not 448)."""
+
+
+class ANMLER(OMLER):
+    """ANML with experience replay: a gated prediction network adapted in the inner loop.
+
+    Args:
+        context: Model, collator, outer learning rate and batch size.
+        options: As OML-ER's.
+
+    """
+
+    name: ClassVar[str] = "anml-er"
+    description: ClassVar[str] = "ANML + experience replay: neuromodulated (gated) OML-ER"
+    Options = ANMLEROptions
+    head_prefix: ClassVar[str] = "classifier.head."
+
+    def _build_net(self, context: StrategyContext) -> nn.Module:
+        return GatedClassifier(context.model, Neuromodulator(context.model.encoder))
+
+    def features(self, batch: Batch) -> torch.Tensor:
+        """The gated representation (b, d), without gradient."""
+        with torch.no_grad():
+            return self.net.features(batch.input_ids, batch.attention_mask)
+
+    def inner_loop(self, support: Sequence[Batch]) -> Params:
+        """Prediction-network weights after one SGD step per support batch (gate fixed)."""
+        params = {
+            name: p
+            for name, p in self.net.named_parameters()
+            if name.startswith("classifier.") and p.requires_grad
+        }
+        for batch in support:
+
+            def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
+                logits = functional_call(self.net, q, (batch.input_ids, batch.attention_mask))
+                return nn.functional.cross_entropy(logits, batch.labels)
+
+            params = local_adapt(
+                loss, params, steps=1, lr=self.options.inner_lr, l2=0.0, first_order=True
+            )
+        return params
