@@ -1,0 +1,176 @@
+"""Segment-recurrent encoding: the memory modules' base class and the document encoder.
+
+The document encoder carries a module's memory across the segments of a long input.
+
+A *segment encoder* encodes one segment ``(b, t)`` given the memory left by the previous segments
+and returns the new memory in `EncoderOutput.memory`. `DocumentEncoder` splits a long input into
+segments and runs any segment encoder over them, so every family (Transformer-XL, Compressive,
+Memformer, ∞-former, Memoria, Memorizing) plugs into the classification streams the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.layers import ModuleConfig, TokenEmbedding, TransformerLayer, segment_mask
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Masked mean over a segment's real tokens: (b, t, d), (b, t) -> (b, d); zeros if none."""
+    weights = attention_mask.to(hidden.dtype)[..., None]  # (b, t, 1)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+
+def merge_rows(updated: Any, previous: Any, rows: torch.Tensor) -> Any:
+    """Row-wise choice between two memories of the same structure.
+
+    Tensors (batch first) take ``updated`` where ``rows`` is True and ``previous`` elsewhere;
+    lists, tuples and dicts are merged element-wise; ``None`` stays ``None``.
+
+    Args:
+        updated: The memory after a segment.
+        previous: The memory before it.
+        rows: (b,) bool, True for rows the segment had real tokens in.
+
+    """
+    if updated is None:
+        return None
+    if previous is None:
+        return updated
+    if isinstance(updated, torch.Tensor):
+        shape = (-1,) + (1,) * (updated.dim() - 1)
+        return torch.where(rows.view(shape), updated, previous)
+    if isinstance(updated, (list, tuple)):
+        merged = [merge_rows(u, p, rows) for u, p in zip(updated, previous, strict=True)]
+        return type(updated)(merged) if isinstance(updated, tuple) else merged
+    if isinstance(updated, dict):
+        return {key: merge_rows(updated[key], previous[key], rows) for key in updated}
+    raise TypeError(
+        f"cannot merge memories of type {type(updated).__name__}; "
+        "the segment encoder must override merge_memory"
+    )
+
+
+class SegmentEncoder(nn.Module):
+    """Base class of the memory-augmented encoders: encodes one segment given a memory.
+
+    Subclasses implement `forward(input_ids, attention_mask, *, memory=None)` returning
+    `EncoderOutput(hidden (b, t, d), pooled (b, d), memory)`; ``memory=None`` means "start a new
+    document". They override `merge_memory` when their memory is not a (nest of) batch-first
+    tensors.
+
+    Attributes:
+        config: Sizes shared by the family.
+        hidden_size: ``config.d_model`` (the `Encoder` protocol's width).
+
+    """
+
+    def __init__(self, config: ModuleConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.hidden_size: int = config.d_model
+
+    def merge_memory(self, updated: Any, previous: Any, rows: torch.Tensor) -> Any:
+        """Keep ``updated`` for ``rows`` (b,) True and ``previous`` elsewhere (see `merge_rows`)."""
+        return merge_rows(updated, previous, rows)
+
+    def auxiliary_loss(self) -> torch.Tensor | None:
+        """A regulariser accumulated by the last forward passes (e.g. ∞-former's KL), or None."""
+        return None
+
+
+class Transformer(SegmentEncoder):
+    """A plain Transformer with no memory: the baseline.
+
+    Given a whole sequence as one segment it is full attention over that sequence.
+
+    Args:
+        config: Module sizes.
+
+    """
+
+    def __init__(self, config: ModuleConfig) -> None:
+        super().__init__(config)
+        self.embed = TokenEmbedding(config)
+        self.layers = nn.ModuleList(TransformerLayer(config) for _ in range(config.layers))
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
+    ) -> EncoderOutput:
+        """Encode a segment (b, t); the memory is ignored and returned as ``None``."""
+        x = self.embed(input_ids)  # (b, t, d)
+        mask = segment_mask(attention_mask, self.config.causal)  # (b, 1, t, t)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return EncoderOutput(hidden=x, pooled=mean_pool(x, attention_mask), memory=None)
+
+
+class DocumentEncoder(nn.Module):
+    """Encodes long inputs segment by segment, carrying a segment encoder's memory across them.
+
+    ``hidden`` is the concatenation of the segments' token vectors (b, T, d); ``pooled`` is, per
+    row, the pooled vector of the last segment that holds any of the row's real tokens (the
+    segment that has read the memory of everything before it). A row whose input ended earlier
+    keeps its memory unchanged through the remaining segments (`SegmentEncoder.merge_memory`).
+
+    Args:
+        module: The segment encoder.
+        segment_length: Tokens per segment.
+        truncate: Detach the memory between segments (truncated back-propagation); by default
+            gradients flow through the memory as far as the module itself lets them.
+
+    """
+
+    def __init__(self, module: SegmentEncoder, segment_length: int, *, truncate: bool = False):
+        super().__init__()
+        if segment_length < 1:
+            raise ValueError(f"segment_length must be positive, got {segment_length}")
+        self.module = module
+        self.segment_length = segment_length
+        self.truncate = truncate
+        self.hidden_size: int = module.hidden_size
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
+    ) -> EncoderOutput:
+        """Encode token ids (b, T) in segments of ``segment_length``; returns the final memory."""
+        b, total = input_ids.shape
+        hidden, pooled = [], None
+        for start in range(0, total, self.segment_length):
+            ids = input_ids[:, start : start + self.segment_length]  # (b, t)
+            mask = attention_mask[:, start : start + self.segment_length]  # (b, t)
+            rows = mask.any(dim=1)  # (b,)
+            if not bool(rows.any()):
+                hidden.append(ids.new_zeros(*ids.shape, self.hidden_size, dtype=torch.float))
+                continue
+            out = self.module(ids, mask, memory=memory)
+            hidden.append(out.hidden)
+            if pooled is not None:
+                pooled = torch.where(rows[:, None], out.pooled, pooled)  # (b, d)
+            else:
+                pooled = out.pooled
+            updated = _detach(out.memory) if self.truncate else out.memory
+            memory = updated if memory is None else self.module.merge_memory(updated, memory, rows)
+        if pooled is None:
+            raise ValueError("every row of the batch is empty (attention_mask is all zeros)")
+        hidden_states = torch.cat(hidden, dim=1).to(pooled.dtype)  # (b, T, d)
+        return EncoderOutput(hidden=hidden_states, pooled=pooled, memory=memory)
+
+    def auxiliary_loss(self) -> torch.Tensor | None:
+        """The wrapped module's regulariser, if it has one."""
+        return self.module.auxiliary_loss()
+
+
+def _detach(memory: Any) -> Any:
+    if isinstance(memory, torch.Tensor):
+        return memory.detach()
+    if isinstance(memory, (list, tuple)):
+        items = [_detach(m) for m in memory]
+        return type(memory)(items) if isinstance(memory, tuple) else items
+    if isinstance(memory, dict):
+        return {key: _detach(value) for key, value in memory.items()}
+    return memory
