@@ -1,0 +1,98 @@
+"""The memory-augmented module families by name, with defaults scaled to the segment length.
+
+`build_memory_module` is the one place that maps a name (``--encoder memformer``, a row of the
+sorting table, a line of the encoder benchmark) to a configured `SegmentEncoder`. Following the
+Memoria paper's sorting setup, every memory is sized relative to the segment length ``L``: the
+baselines keep ``L`` cached tokens, Memformer ``L / 8`` slots (at least 4), ∞-former ``L``
+basis functions, Memoria ``N_wm = L/8, N_stm^rem = L/4, N_ltm^rem = 5L/8, C_stm = L/2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lifelong.encoders.layers import ModuleConfig
+from lifelong.encoders.segments import SegmentEncoder, Transformer
+
+
+def _transformer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    return Transformer(config, **kwargs)
+
+
+def _transformer_xl(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.transformer_xl import TransformerXL
+
+    return TransformerXL(config, **{"memory_length": segment_length, **kwargs})
+
+
+def _compressive(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.transformer_xl import CompressiveTransformer
+
+    half = max(1, segment_length // 2)
+    defaults = {"memory_length": half, "compressed_length": half, "compression_rate": 2}
+    return CompressiveTransformer(config, **{**defaults, **kwargs})
+
+
+def _memformer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.memformer import Memformer
+
+    return Memformer(config, **{"slots": max(4, segment_length // 8), **kwargs})
+
+
+def _infinity_former(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.infinity_former import InfinityFormer
+
+    defaults = {"short_term_length": segment_length, "basis": segment_length}
+    return InfinityFormer(config, **{**defaults, **kwargs})
+
+
+def _memoria(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.memoria import Memoria
+
+    length = max(8, segment_length)
+    defaults = {
+        "working": length // 8,
+        "short_term_retrieve": length // 4,
+        "long_term_retrieve": 5 * length // 8,
+        "short_term_capacity": length // 2,
+    }
+    return Memoria(config, **{**defaults, **kwargs})
+
+
+def _memorizing(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.memorizing import MemorizingTransformer
+
+    defaults = {"memory_size": 16 * segment_length, "k": 32}
+    return MemorizingTransformer(config, **{**defaults, **kwargs})
+
+
+MEMORY_MODULES: dict[str, Callable[..., SegmentEncoder]] = {
+    "transformer": _transformer,
+    "transformer-xl": _transformer_xl,
+    "compressive": _compressive,
+    "memformer": _memformer,
+    "infinity-former": _infinity_former,
+    "memoria": _memoria,
+    "memorizing": _memorizing,
+}
+
+
+def build_memory_module(
+    name: str, config: ModuleConfig, segment_length: int, **kwargs: Any
+) -> SegmentEncoder:
+    """Build a memory-augmented module family by name.
+
+    Args:
+        name: One of `MEMORY_MODULES` (``transformer`` is the memory-less baseline).
+        config: Sizes shared by every family.
+        segment_length: Tokens per segment; memory sizes default to multiples of it.
+        **kwargs: Family-specific options overriding the defaults (see each class).
+
+    Raises:
+        KeyError: For an unknown name, listing the known ones.
+
+    """
+    if name not in MEMORY_MODULES:
+        raise KeyError(f"unknown memory module {name!r}; known: {', '.join(MEMORY_MODULES)}")
+    return MEMORY_MODULES[name](config, segment_length, **kwargs)
