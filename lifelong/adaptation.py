@@ -149,9 +149,16 @@ def parse_scope(text: str, num_layers: int) -> AdaptScope:
     """Turn ``"all"``, ``"head"`` or ``"top<N>"`` into an `AdaptScope` for a model.
 
     Raises:
-        ValueError: An unknown scope, or N outside 1..num_layers.
+        ValueError: An unknown scope, or N outside 1..num_layers; ``all`` or ``top<N>`` for an
+            encoder without stage-wise layers (``num_layers == 0``: the memory-augmented
+            document encoders, which support ``head`` only).
 
     """
+    if text != "head" and num_layers == 0:
+        raise ValueError(
+            f"adapt_scope {text!r} needs a BERT-style encoder with stage-wise layers; "
+            "memory-augmented encoders support adapt_scope 'head' only"
+        )
     if text == "all":
         return AdaptScope("all", 0, ("",))
     if text == "head":

@@ -25,6 +25,7 @@ RUN_FLAGS = {
     "train_size": "train_size",
     "test_size": "test_size",
     "encoder": "encoder",
+    "segment_length": "segment_length",
     "max_length": "max_length",
     "batch_size": "batch_size",
     "lr": "lr",
@@ -65,7 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="test examples per dataset (default: 7600 with --data-dir, else all)",
     )
-    run.add_argument("--encoder", help="'minilm' (offline), 'tiny' (random) or a HF name/path")
+    run.add_argument(
+        "--encoder",
+        help="'minilm' (offline), 'tiny' (random), a HF name/path, or a memory-augmented encoder: "
+        "transformer-xl, compressive, memformer, infinity-former, memoria, memorizing, "
+        "memoria-minilm",
+    )
+    run.add_argument(
+        "--segment-length", type=int, help="memory-augmented encoders: tokens per segment"
+    )
     run.add_argument("--max-length", type=int, help="tokens per input")
     run.add_argument("--batch-size", type=int, help="training mini-batch size")
     run.add_argument("--lr", type=float, help="learning rate")

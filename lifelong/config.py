@@ -35,7 +35,10 @@ class RunConfig:
     data_dir: str | None = None  # real data directory; None = the bundled sample
     train_size: int | None = None  # train examples per task; None = paper default / all rows
     test_size: int | None = None  # test examples per task; None = paper default / all rows
-    encoder: str = "minilm"  # "minilm" (offline), "tiny" (random, tests) or any HF name/path
+    encoder: str = "minilm"  # "minilm" (offline), "tiny" (random, tests), any HF name/path, or
+    # a memory-augmented encoder: transformer-xl, compressive, memformer, infinity-former,
+    # memoria, memorizing (random init), memoria-minilm / memoria-tiny (on a pre-trained BERT)
+    segment_length: int = 64  # memory-augmented encoders: tokens per segment
     max_length: int = 128  # tokens per input after truncation
     batch_size: int = 32  # training mini-batch size (MbPA++: 32)
     eval_batch_size: int = 64  # evaluation batch size

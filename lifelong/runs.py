@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 import yaml
+from torch import nn
 
 from lifelong import registry
 from lifelong.checkpoint import (
@@ -34,7 +35,8 @@ from lifelong.checkpoint import (
     restore_random_states,
 )
 from lifelong.config import ConfigError, RunConfig, load_yaml, validate_strategy_options
-from lifelong.encoders import load_encoder, load_tokenizer
+from lifelong.encoders import load_tokenizer
+from lifelong.encoders.factory import load_run_encoder, tokenizer_name
 from lifelong.heads import ClassificationHead, SpanHead
 from lifelong.index import RunIndex, default_index_path
 from lifelong.learner import StreamResult, run_stream
@@ -107,8 +109,8 @@ def build_stream(config: RunConfig) -> TaskStream:
 
 def name_embedder(config: RunConfig) -> Callable[[Sequence[str]], np.ndarray]:
     """Embeds short texts (FewRel relation names) with the key encoder: the [CLS] vector."""
-    tokenizer = load_tokenizer(config.encoder)
-    encoder = load_encoder(config.encoder, seed=config.seed).eval()
+    tokenizer = load_tokenizer(tokenizer_name(config.encoder))
+    encoder = run_encoder(config).eval()
 
     @torch.no_grad()
     def embed(names: Sequence[str]) -> np.ndarray:
@@ -116,6 +118,11 @@ def name_embedder(config: RunConfig) -> Callable[[Sequence[str]], np.ndarray]:
         return encoder(enc["input_ids"], enc["attention_mask"]).pooled.float().numpy()  # (n, d)
 
     return embed
+
+
+def run_encoder(config: RunConfig) -> nn.Module:
+    """The encoder ``config.encoder`` names (memory-augmented ones segment by segment)."""
+    return load_run_encoder(config.encoder, seed=config.seed, segment_length=config.segment_length)
 
 
 def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, Collator]:
@@ -126,8 +133,8 @@ def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, Coll
     Holla et al. (2020); evaluation picks each sentence's best-scoring candidate. QA: a span
     head over context windows (`QACollator`; ``max_length`` tokens per window).
     """
-    tokenizer = load_tokenizer(config.encoder)
-    encoder = load_encoder(config.encoder, seed=config.seed)
+    tokenizer = load_tokenizer(tokenizer_name(config.encoder))
+    encoder = run_encoder(config)
     if stream.kind == "qa":
         collator = QACollator(
             tokenizer,

@@ -233,7 +233,10 @@ def attention_implementation(encoder: HFEncoder, name: str) -> Iterator[None]:
     ``torch.func.vmap`` has no batching rule for the backward of the CPU SDPA kernel (it falls
     back to a slow loop), and that kernel has no double backward; the eager kernel has both.
     """
-    config = encoder.model.config
+    config = getattr(getattr(encoder, "model", None), "config", None)
+    if config is None:  # not a Hugging Face model: our own modules use plain attention
+        yield
+        return
     previous = config._attn_implementation
     config._attn_implementation = name
     try:

@@ -236,7 +236,8 @@ def segment_mask(
         memory_length: Number of (always visible) memory positions before the tokens.
 
     Returns:
-        Boolean mask (b, 1, t, memory_length + t), True = may attend.
+        Boolean mask, True = may attend: (b, 1, t, memory_length + t) when causal, else
+        (b, 1, 1, memory_length + t), which broadcasts over the queries.
 
     """
     b, t = attention_mask.shape

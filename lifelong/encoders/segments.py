@@ -164,6 +164,48 @@ class DocumentEncoder(nn.Module):
         """The wrapped module's regulariser, if it has one."""
         return self.module.auxiliary_loss()
 
+    # -- stages, for head-only local adaptation ------------------------------------------------
+    # Local adaptation runs the frozen part of the network once and the adapted part many times
+    # (see `HFEncoder.run_stages`). A document encoder has two stages: 0 = token ids and
+    # 1 = the final representation, in which position 0 holds the pooled vector (where a
+    # BERT-style encoder has [CLS]), so head-only adaptation reads what the head reads.
+
+    num_layers = 0
+    """No stage-wise layers: only head-only local adaptation applies (stage 1)."""
+
+    def run_stages(
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor,
+        start: int,
+        stop: int,
+        *,
+        packed: bool = False,
+    ) -> torch.Tensor:
+        """Carry token ids (stage 0) to the final representation (stage 1), or stay put.
+
+        Raises:
+            ValueError: For any other pair of stages.
+
+        """
+        if start == stop:
+            return x
+        if (start, stop) != (0, 1):
+            raise ValueError(
+                f"a document encoder has stages 0 (ids) and 1 (final); got {start} -> {stop}"
+            )
+        out = self(x, attention_mask)
+        return torch.cat([out.pooled[:, None], out.hidden[:, 1:]], dim=1)  # (b, t, d)
+
+    def resume(
+        self, x: torch.Tensor, attention_mask: torch.Tensor, start: int, *, packed: bool = False
+    ) -> EncoderOutput:
+        """Finish encoding from stage ``start``: 0 runs the encoder, 1 is already final."""
+        if start == 0:
+            return self(x, attention_mask)
+        x = self.run_stages(x, attention_mask, start, 1)
+        return EncoderOutput(hidden=x, pooled=x[:, 0], memory=None)
+
 
 def _detach(memory: Any) -> Any:
     if isinstance(memory, torch.Tensor):

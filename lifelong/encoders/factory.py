@@ -1,0 +1,80 @@
+"""Encoders by run-config name: Hugging Face models and the memory-augmented document encoders.
+
+``--encoder`` takes a Hugging Face name or path (``minilm``, ``tiny``, ``bert-base-uncased``),
+a memory module family (``transformer-xl``, ``compressive``, ``memformer``, ``infinity-former``,
+``memoria``, ``memorizing``, or ``transformer`` without memory) or Memoria attached to a
+pre-trained BERT (``memoria-minilm``, ``memoria-tiny``). The memory modules are randomly
+initialised with `TEXT_MODULE_SIZES`, read the MiniLM tokenizer's ids, and encode each input
+segment by segment (`DocumentEncoder`, ``segment_length`` tokens per segment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+from torch import nn
+
+from lifelong.encoders.hf import MINILM, TINY, load_encoder, load_tokenizer
+from lifelong.encoders.layers import ModuleConfig
+from lifelong.encoders.memory_modules import MEMORY_MODULES, build_memory_module
+from lifelong.encoders.segments import DocumentEncoder
+
+TEXT_MODULE_SIZES = ModuleConfig(d_model=128, heads=4, layers=2, ffn=256, dropout=0.1)
+"""Sizes of the memory modules on text streams (vocabulary: the MiniLM tokenizer's)."""
+
+MEMORIA_BERT = {"memoria-minilm": MINILM, "memoria-tiny": TINY}
+"""Memoria attached to a pre-trained BERT: encoder name -> the BERT it attaches to."""
+
+
+def is_memory_encoder(name: str) -> bool:
+    """Whether ``name`` is a memory-augmented document encoder (not a plain HF model)."""
+    return name in MEMORY_MODULES or name in MEMORIA_BERT
+
+
+def tokenizer_name(name: str) -> str:
+    """The tokenizer an encoder name reads: the MiniLM one for the memory modules."""
+    if name in MEMORIA_BERT:
+        return MEMORIA_BERT[name]
+    return MINILM if name in MEMORY_MODULES else name
+
+
+def load_run_encoder(name: str, *, seed: int = 0, segment_length: int = 64) -> nn.Module:
+    """Build the encoder a run config names (see the module docstring).
+
+    Args:
+        name: Encoder name (HF name/path, memory family, or ``memoria-minilm``/``memoria-tiny``).
+        seed: Seed of every random initialisation.
+        segment_length: Tokens per segment of the memory-augmented encoders.
+
+    """
+    if name in MEMORIA_BERT:
+        from lifelong.encoders.memoria import MemoriaBert
+
+        bert = load_encoder(MEMORIA_BERT[name], seed=seed)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            module = MemoriaBert(
+                bert, memory_layer=bert.num_layers - 2, **_memoria_sizes(segment_length)
+            )
+        return DocumentEncoder(module, segment_length)
+    if name in MEMORY_MODULES:
+        vocab = len(load_tokenizer(MINILM))
+        config = replace(TEXT_MODULE_SIZES, vocab_size=vocab, max_positions=segment_length)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            module = build_memory_module(name, config, segment_length)
+        return DocumentEncoder(module, segment_length)
+    return load_encoder(name, seed=seed)
+
+
+def _memoria_sizes(segment_length: int) -> dict[str, int]:
+    # The Memoria paper's Hyperpartisan setting scaled to the segment: N_wm = N_stm^rem =
+    # N_ltm^rem = L/8 and C_stm = L/4 (it used 64/64/64/128 with 512-token segments).
+    n = max(4, segment_length // 8)
+    return {
+        "working": n,
+        "short_term_retrieve": n,
+        "long_term_retrieve": n,
+        "short_term_capacity": 2 * n,
+    }
