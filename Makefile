@@ -29,6 +29,7 @@ bench: setup
 	$(BIN)/python experiments/bench/memory.py
 	$(BIN)/python experiments/bench/local_adaptation.py
 	$(BIN)/python experiments/bench/inference.py
+	$(BIN)/python experiments/bench/encoders.py
 
 lint: setup
 	$(BIN)/ruff check .

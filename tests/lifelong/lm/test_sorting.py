@@ -352,6 +352,10 @@ def test_script_arguments():
     assert args.segments == [2, 4, 8] and args.segment_length == 32
     assert (args.steps, args.lr, args.jobs, args.threads) == (400, 5e-3, 2, 1)
     assert "transformer" in args.modules and len(args.modules) == 7
+    assert args.warmup == 100
+    # Memformer's writer learns only through the memory: it trains over every segment
+    assert script.grad_segments("memformer", 8, args) == 8
+    assert script.grad_segments("infinity-former", 8, args) == 1
     args = script.parse_args(
         ["--modules", "transformer", "full-attention", "--segments", "2", "3", "--steps", "5"]
     )
