@@ -323,10 +323,7 @@ def test_training_is_seeded(one_thread):
 
 @pytest.mark.parametrize("name", [n for n in MEMORY_MODULES if n != "transformer"])
 def test_memory_modules_plug_in(name):
-    try:
-        module = build_memory_module(name, config(), 24)
-    except ImportError:
-        pytest.skip(f"{name} not written yet")
+    module = build_memory_module(name, config(), 24)
     model = SortingLM(module, 24)
     batch = make_batch(SortingGenerator(sequence_length(2, 24), seed=0).sample(2), 24)
     loss, out = model.loss(batch)
