@@ -270,16 +270,12 @@ def _step(
     module: SegmentEncoder, segment: Segment, memory: torch.Tensor | None
 ) -> tuple[EncoderOutput, torch.Tensor]:
     """One segment; rows without real tokens keep their memory, as in `DocumentEncoder`."""
-    input_ids, attention_mask = segment
-    out = module(input_ids, attention_mask, memory=memory)
+    out = module.step(*segment, memory)
     if not isinstance(out.memory, torch.Tensor):
         raise ValueError(
             f"memory replay needs a module whose memory is one tensor, got {type(out.memory)}"
         )
-    if memory is None:
-        return out, out.memory
-    rows = attention_mask.bool().any(dim=1)  # (b,)
-    return out, module.merge_memory(out.memory, memory, rows)
+    return out, out.memory
 
 
 def _checked_loss(loss: Any, index: int) -> torch.Tensor | None:

@@ -78,6 +78,20 @@ class SegmentEncoder(nn.Module):
         """Keep ``updated`` for ``rows`` (b,) True and ``previous`` elsewhere (see `merge_rows`)."""
         return merge_rows(updated, previous, rows)
 
+    def step(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, memory: Any = None
+    ) -> EncoderOutput:
+        """Encode one segment of a document; rows with no real token in it keep ``memory``.
+
+        The one place the "a row whose input has ended keeps its memory" rule lives: the
+        document encoder, the sorting LM and Memformer's replay all step through it.
+        """
+        out = self(input_ids, attention_mask, memory=memory)
+        rows = attention_mask.bool().any(dim=1)  # (b,)
+        if memory is not None and not bool(rows.all()):
+            out.memory = self.merge_memory(out.memory, memory, rows)
+        return out
+
     def auxiliary_loss(self) -> torch.Tensor | None:
         """A regulariser accumulated by the last forward passes (e.g. ∞-former's KL), or None."""
         return None
@@ -147,14 +161,13 @@ class DocumentEncoder(nn.Module):
             if not bool(rows.any()):
                 hidden.append(ids.new_zeros(*ids.shape, self.hidden_size, dtype=torch.float))
                 continue
-            out = self.module(ids, mask, memory=memory)
+            out = self.module.step(ids, mask, memory)
             hidden.append(out.hidden)
             if pooled is not None:
                 pooled = torch.where(rows[:, None], out.pooled, pooled)  # (b, d)
             else:
                 pooled = out.pooled
-            updated = _detach(out.memory) if self.truncate else out.memory
-            memory = updated if memory is None else self.module.merge_memory(updated, memory, rows)
+            memory = _detach(out.memory) if self.truncate else out.memory
         if pooled is None:
             raise ValueError("every row of the batch is empty (attention_mask is all zeros)")
         hidden_states = torch.cat(hidden, dim=1).to(pooled.dtype)  # (b, T, d)

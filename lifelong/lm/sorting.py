@@ -252,10 +252,7 @@ class SortingLM(nn.Module):
     ) -> tuple[torch.Tensor, Any]:
         stop = start + self.segment_length
         ids, mask = input_ids[:, start:stop], attention_mask[:, start:stop]  # (b, t)
-        out = self.module(ids, mask, memory=memory)
-        rows = mask.any(dim=1)  # (b,)
-        if memory is not None and not bool(rows.all()):
-            out.memory = self.module.merge_memory(out.memory, memory, rows)
+        out = self.module.step(ids, mask, memory)
         return out.hidden, out.memory  # (b, t, d)
 
     def loss(self, batch: SortingBatch) -> tuple[torch.Tensor, SortingOutput]:
