@@ -1,76 +1,96 @@
 """lifelong: continual (lifelong) learning for NLP built around episodic memory replay.
 
-The public API: streams and their loaders, episodic memory, encoders and heads, the `Strategy`
-protocol and registry, the learner loop, metrics, runs (checkpointed, indexed) and reports.
+The public API, loaded lazily: ``import lifelong`` imports no torch, transformers, faiss or
+pandas; each name below loads its module on first use (``lifelong.run``,
+``lifelong.EpisodicMemory``, ...). The layers:
+
+* the continual-learning core, in this package's top-level modules: the model and its batches
+  (`lifelong.model`), heads, the `Strategy` protocol and registry, strategy options, the learner
+  loop, training helpers, replay, local adaptation, episodes and the metrics;
+* `lifelong.tasks`: one module per task kind (classification, relation extraction, QA);
+* `lifelong.memory`: the episodic key-value memory, write policies and the key network;
+* `lifelong.encoders`: Hugging Face encoders and the memory-augmented families;
+* `lifelong.experiment`: run configs, runs, checkpoints, the run index, sweeps, reports, CLI.
 """
 
-from lifelong import registry
-from lifelong.adaptation import AdaptationOptions, LocalAdapter, local_adapt
-from lifelong.checkpoint import load_checkpoint, save_checkpoint
-from lifelong.config import RunConfig, load_yaml
-from lifelong.encoders import EncoderOutput, HFEncoder, load_encoder, load_tokenizer
-from lifelong.heads import ClassificationHead
-from lifelong.index import RunIndex
-from lifelong.learner import StreamResult, evaluate, run_stream
-from lifelong.memory import EpisodicMemory, KeyEncoder, make_policy
-from lifelong.metrics import (
-    average_accuracy,
-    backward_transfer,
-    forgetting,
-    forward_transfer,
-    summary,
-)
-from lifelong.model import Batch, Classifier, Collator
-from lifelong.replay import EpisodicWriter, ReplayOptions, SparseReplay
-from lifelong.reports import RunRecord, find_runs, report_table, write_report
-from lifelong.runs import resume, run
-from lifelong.strategy import Strategy, StrategyContext
-from streams import Example, Task, TaskStream, text_classification_stream
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AdaptationOptions",
-    "RunIndex",
-    "RunRecord",
-    "find_runs",
-    "load_checkpoint",
-    "report_table",
-    "resume",
-    "run",
-    "save_checkpoint",
-    "write_report",
-    "EpisodicWriter",
-    "LocalAdapter",
-    "ReplayOptions",
-    "SparseReplay",
-    "local_adapt",
-    "Batch",
-    "ClassificationHead",
-    "Classifier",
-    "Collator",
-    "EncoderOutput",
-    "EpisodicMemory",
-    "Example",
-    "HFEncoder",
-    "KeyEncoder",
-    "RunConfig",
-    "Strategy",
-    "StrategyContext",
-    "StreamResult",
-    "Task",
-    "TaskStream",
-    "average_accuracy",
-    "backward_transfer",
-    "evaluate",
-    "forgetting",
-    "forward_transfer",
-    "load_encoder",
-    "load_tokenizer",
-    "load_yaml",
-    "make_policy",
-    "registry",
-    "run_stream",
-    "summary",
-    "text_classification_stream",
-]
+_API: dict[str, str] = {
+    # core
+    "Batch": "lifelong.model",
+    "Classifier": "lifelong.model",
+    "ClassificationHead": "lifelong.heads",
+    "SpanHead": "lifelong.heads",
+    "Strategy": "lifelong.strategy",
+    "StrategyContext": "lifelong.strategy",
+    "StreamResult": "lifelong.learner",
+    "evaluate": "lifelong.learner",
+    "run_stream": "lifelong.learner",
+    "AdaptationOptions": "lifelong.adaptation",
+    "LocalAdapter": "lifelong.adaptation",
+    "local_adapt": "lifelong.adaptation",
+    "EpisodicWriter": "lifelong.replay",
+    "ReplayOptions": "lifelong.replay",
+    "ReplaySchedule": "lifelong.replay",
+    "SparseReplay": "lifelong.replay",
+    "average_accuracy": "lifelong.metrics",
+    "backward_transfer": "lifelong.metrics",
+    "forgetting": "lifelong.metrics",
+    "forward_transfer": "lifelong.metrics",
+    "summary": "lifelong.metrics",
+    "OptionsError": "lifelong.options",
+    "parse_options": "lifelong.options",
+    # task kinds
+    "TaskKind": "lifelong.tasks",
+    "build_task": "lifelong.tasks",
+    # memory
+    "EpisodicMemory": "lifelong.memory",
+    "ExampleRecords": "lifelong.memory",
+    "KeyEncoder": "lifelong.memory",
+    "make_policy": "lifelong.memory",
+    # encoders
+    "EncoderOutput": "lifelong.encoders",
+    "HFEncoder": "lifelong.encoders",
+    "load_encoder": "lifelong.encoders",
+    "load_tokenizer": "lifelong.encoders",
+    # experiments
+    "RunConfig": "lifelong.experiment.config",
+    "load_yaml": "lifelong.experiment.config",
+    "run": "lifelong.experiment.runs",
+    "resume": "lifelong.experiment.runs",
+    "load_checkpoint": "lifelong.experiment.checkpoint",
+    "save_checkpoint": "lifelong.experiment.checkpoint",
+    "RunIndex": "lifelong.experiment.index",
+    "RunRecord": "lifelong.experiment.rundir",
+    "find_runs": "lifelong.experiment.rundir",
+    "report_table": "lifelong.experiment.reports",
+    "write_report": "lifelong.experiment.reports",
+    # streams (data)
+    "Example": "streams",
+    "Task": "streams",
+    "TaskStream": "streams",
+    "text_classification_stream": "streams",
+    "qa_stream": "streams",
+    "fewrel_stream": "streams",
+}
+
+__all__ = sorted([*_API, "registry"])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "registry":
+        return importlib.import_module("lifelong.registry")
+    if name in _API:
+        value = getattr(importlib.import_module(_API[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'lifelong' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -22,16 +22,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from lifelong.encoders.hf import attention_implementation
-from lifelong.model import Batch, Classifier, task_loss
+from lifelong.encoders.base import attention_implementation
+from lifelong.model import Batch, Classifier
+from lifelong.options import (
+    Choice,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    option_group,
+)
 from lifelong.replay import EpisodicWriter
+from lifelong.training import evaluating
 
 Params = dict[str, torch.Tensor]
 
@@ -175,50 +184,69 @@ def parse_scope(text: str, num_layers: int) -> AdaptScope:
     )
 
 
-@dataclass(frozen=True)
-class AdaptationOptions:
-    """Test-time local adaptation (defaults: MbPA++'s K = 32, L = 30, λ = 1e-3)."""
+Scope = Annotated[str, Choice("all", "head", pattern=r"top[1-9][0-9]*", pattern_name="top<N>")]
+"""Which parameters adaptation changes: ``all``, ``head`` or ``top<N>`` (top N layers + head)."""
 
-    k: int = 32  # K: neighbours retrieved per test example
-    steps: int = 30  # L: gradient steps of local adaptation
-    l2: float = 1e-3  # λ: pull of the adapted weights back to the base weights
-    adapt_lr: float = 1e-3  # SGD step size of local adaptation
-    adapt_scope: str = "all"  # "all", "top<N>" (top N layers + head) or "head"
-    adapt_path: str = "fast"  # "fast" (batched, cached) or "reference" (one example at a time)
-    retrieval: str = "nearest"  # "nearest" (key network + memory) or "random" (MbPA++-rand)
-    fast_chunk: int = 0  # test examples per vmap call; 0 = 64 for "head", else 1 (no vmap)
 
-    def __post_init__(self) -> None:
-        if self.adapt_path not in ("fast", "reference"):
-            raise ValueError(f"adapt_path must be 'fast' or 'reference', got {self.adapt_path!r}")
-        if self.retrieval not in ("nearest", "random"):
-            raise ValueError(f"retrieval must be 'nearest' or 'random', got {self.retrieval!r}")
-        if self.k < 1 or self.steps < 0:
-            raise ValueError(f"need k >= 1 and steps >= 0, got k={self.k}, steps={self.steps}")
+@option_group
+class LocalAdaptationOptions:
+    """Local adaptation on K neighbours (de Masson d'Autume et al., 2019, §3.3 and §4.2).
+
+    K = 32 neighbours, L = 30 steps, λ = 1e-3 are the paper's; the step size is not given there
+    (1e-3 is EM-in-LLL's ``adapt_lr``, Daikon-Sun/EM-in-LLL ``settings.py``).
+    """
+
+    k: PositiveInt = 32  # K: neighbours retrieved per input
+    steps: NonNegativeInt = 30  # L: gradient steps of local adaptation
+    l2: NonNegativeFloat = 1e-3  # λ: pull of the adapted weights back to the base weights
+    adapt_lr: PositiveFloat = 1e-3  # SGD step size of local adaptation
+    adapt_scope: Scope = "all"  # "all" (the paper), "top<N>" (top N layers + head) or "head"
+
+
+@option_group
+class AdaptationOptions(LocalAdaptationOptions):
+    """Test-time local adaptation of the MbPA family: what to adapt, along which path."""
+
+    adapt_path: Literal["fast", "reference"] = "fast"  # batched/cached, or one example at a time
+    retrieval: Literal["nearest", "random"] = "nearest"  # key network + memory, or MbPA++-rand
+    fast_chunk: NonNegativeInt = 0  # test examples per vmap call; 0 = 64 for "head", else 1
 
 
 WORD_EMBEDDINGS = "encoder.model.embeddings.word_embeddings.weight"
 
 
 def _compact_vocabulary(
-    params: Params, inputs: tuple[torch.Tensor, ...], name: str
-) -> tuple[Params, tuple[torch.Tensor, ...]]:
-    """Restrict the word-embedding matrix to the rows ``inputs`` use, renumbering the ids.
+    params: Params, ids: Sequence[torch.Tensor], name: str
+) -> tuple[Params, list[torch.Tensor]]:
+    """Restrict the word-embedding matrix to the rows ``ids`` use, renumbering the ids.
 
     Rows of tokens that appear in no neighbour get no gradient from the loss, and the L2 pull
     keeps them at W, so adapting only the used rows is exact, and it spares L dense updates of
     a (vocab, d) matrix. Row 0 stays the padding id, so ``padding_idx`` keeps its meaning.
     """
-    nx, nmask, ny, tx, tmask = inputs
-    used = torch.unique(torch.cat([nx.reshape(-1), tx.reshape(-1), torch.zeros(1, dtype=nx.dtype)]))
-    lookup = torch.zeros(int(used.max()) + 1, dtype=nx.dtype)
-    lookup[used] = torch.arange(len(used), dtype=nx.dtype)  # used[0] == 0: padding stays 0
+    flat = [t.reshape(-1) for t in ids]
+    used = torch.unique(torch.cat([*flat, torch.zeros(1, dtype=ids[0].dtype)]))
+    lookup = torch.zeros(int(used.max()) + 1, dtype=ids[0].dtype)
+    lookup[used] = torch.arange(len(used), dtype=ids[0].dtype)  # used[0] == 0: padding stays 0
     compact = {**params, name: params[name][used]}  # (rows, d)
-    return compact, (lookup[nx], nmask, ny, lookup[tx], tmask)
+    return compact, [lookup[t] for t in ids]
+
+
+@dataclass
+class _Stored:
+    """One memory example at the adaptation stage: its rows (unpadded) and their labels."""
+
+    rows: list[torch.Tensor]
+    labels: torch.Tensor
 
 
 class LocalAdapter:
-    """Predicts with weights locally adapted to each test input's retrieved memories.
+    """Predicts with weights locally adapted to each test example's retrieved memories.
+
+    A test example retrieves its K nearest memory *examples*; their rows (one per text,
+    candidate pair or context window, as the task kind expands them) are the adaptation
+    batch, and the loss is the task kind's. The adapted weights predict every row of the test
+    example.
 
     Args:
         model: The trained model; its parameters are only read.
@@ -236,7 +264,7 @@ class LocalAdapter:
         self.options = options
         self.scope = parse_scope(options.adapt_scope, model.encoder.num_layers)
         self.rng = np.random.default_rng(seed)
-        self._cache: dict[int, torch.Tensor] = {}  # slot -> its representation at scope.stage
+        self._cache: dict[int, _Stored] = {}  # slot -> its rows at scope.stage
         self.adapted = 0  # test examples predicted with adapted weights (for tests and logs)
 
     def reset_cache(self) -> None:
@@ -244,30 +272,26 @@ class LocalAdapter:
         self._cache.clear()
 
     def neighbours(self, batch: Batch) -> np.ndarray:
-        """Memory slots retrieved for each test input, shape (b, min(K, memory size))."""
+        """Memory slots retrieved for each test example, shape (examples, min(K, size))."""
         memory = self.writer.memory
         k = min(self.options.k, len(memory))
         if self.options.retrieval == "random":
             return np.stack(
-                [self.rng.choice(len(memory), k, replace=False) for _ in range(len(batch))]
+                [self.rng.choice(len(memory), k, replace=False) for _ in range(batch.num_examples)]
             )
-        return memory.nearest(self.writer.key_encoder(batch), k)[1]
+        return memory.nearest(self.writer.keys(batch.examples), k)[1]
 
     def logits(self, batch: Batch) -> torch.Tensor:
-        """Adapted logits (b, num_labels); plain logits while memory is empty."""
-        was_training = self.model.training
-        self.model.eval()  # no dropout: adaptation and prediction are deterministic
-        try:
+        """Adapted row scores (n, ...); plain scores while memory is empty."""
+        with evaluating(self.model):  # no dropout: adaptation and prediction are deterministic
             if len(self.writer.memory) == 0 or self.options.steps == 0:
                 with torch.no_grad():
                     return self.model(batch.input_ids, batch.attention_mask)
             slots = self.neighbours(batch)
             path = self.fast_logits if self.options.adapt_path == "fast" else self.reference_logits
             out = path(batch, slots)
-            self.adapted += len(batch)
+            self.adapted += batch.num_examples
             return out
-        finally:
-            self.model.train(was_training)
 
     def _adapt_kwargs(self) -> dict[str, Any]:
         o = self.options
@@ -277,79 +301,124 @@ class LocalAdapter:
     def reference_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:
         """Adapt, predict and reset for one test example at a time (full forward passes)."""
         out = []
-        lengths = batch.attention_mask.sum(dim=1).tolist()
-        for i, n in enumerate(lengths):
+        for i in range(batch.num_examples):
             neighbours = self.writer.batch(slots[i])
 
             def loss(p: Params, nb: Batch = neighbours) -> torch.Tensor:
                 logits = functional_call(self.model, p, (nb.input_ids, nb.attention_mask))
-                return task_loss(logits, nb.labels)
+                return self.model.criterion(logits, nb)
 
             adapted = local_adapt(loss, self.scope.params(self.model), **self._adapt_kwargs())
-            x = (batch.input_ids[i : i + 1, :n], batch.attention_mask[i : i + 1, :n])
+            test = batch.select(batch.example_rows(i))  # its rows, trimmed to their length
             with torch.no_grad():
-                logits = functional_call(self.model, adapted, x)[0]  # (num_labels,) or (n, 2)
-            if logits.dim() == 2:  # token scores of the unpadded input: pad back to the batch's t
-                pad = batch.input_ids.shape[1] - n
+                logits = functional_call(self.model, adapted, (test.input_ids, test.attention_mask))
+            if logits.dim() == 3:  # token scores: pad back to the batch's t
+                pad = batch.input_ids.shape[1] - logits.shape[1]
                 logits = nn.functional.pad(logits, (0, 0, 0, pad), value=PADDING_SCORE)
             out.append(logits)
-        return torch.stack(out)  # (b, num_labels) or (b, t, 2)
+        return torch.cat(out)  # (n, num_labels) or (n, t, 2), rows in batch order
 
     # -- batched over test examples ------------------------------------------------------------
     def fast_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:
-        """Adapt for many test examples at once under ``vmap``, reusing cached prefixes."""
+        """Adapt many test examples, reusing cached prefixes (``vmap`` over one-row examples)."""
         stage = self.scope.stage
         with torch.no_grad():
-            tx, tmask = self._prefix(batch.input_ids, batch.attention_mask)  # (b, t, ...)
-        nx, nmask = self._neighbour_prefix(slots)  # (b, k, t', ...), (b, k, t')
-        labels = torch.as_tensor(self.writer.memory.get(slots.reshape(-1)).labels)
-        ny = labels.view(*slots.shape, *labels.shape[1:])  # (b, k) or (b, k, 2) for spans
-        params = self.scope.params(self.model)
-        adapt_kwargs = self._adapt_kwargs()
-
+            tx, tmask = self._prefix(batch.input_ids, batch.attention_mask)  # (n, t, ...)
+        self._fill_cache(slots)
         chunk = self.options.fast_chunk or (64 if self.scope.name == "head" else 1)
+        if batch.groups is not None:  # several rows per example: shapes differ, no vmap
+            chunk = 1
         # one example at a time runs the layers on real tokens only; vmap cannot (data-dependent)
         stage_kwargs = {"start": stage, "packed": chunk == 1}
+        params = self.scope.params(self.model)
+        adapt_kwargs = self._adapt_kwargs()
+        model = self.model
 
-        def one(p: Params, nx: Any, nmask: Any, ny: Any, tx: Any, tmask: Any) -> torch.Tensor:
+        def one(p: Params, nb: Batch, tx: torch.Tensor, tmask: torch.Tensor) -> torch.Tensor:
             def loss(q: Params) -> torch.Tensor:
-                logits = functional_call(self.model, q, (nx, nmask), stage_kwargs)
-                return task_loss(logits, ny)
+                logits = functional_call(model, q, (nb.input_ids, nb.attention_mask), stage_kwargs)
+                return model.criterion(logits, nb)
 
             adapted = local_adapt(loss, p, **adapt_kwargs)
-            return functional_call(self.model, adapted, (tx[None], tmask[None]), stage_kwargs)[0]
+            return functional_call(model, adapted, (tx, tmask), stage_kwargs)
+
+        if chunk == 1:
+            out = []
+            for i in range(batch.num_examples):
+                rows = torch.as_tensor(batch.example_rows(i))
+                nb = self._neighbour_batch(slots[i])
+                p, x = params, tx[rows]
+                if stage == 0:  # adapt only the embedding rows these inputs use
+                    p, (nb.input_ids, x) = _compact_vocabulary(
+                        params, [nb.input_ids, x], WORD_EMBEDDINGS
+                    )
+                out.append(one(p, nb, x, tmask[rows]))
+            return torch.cat(out).detach()
+        nx, nmask, ny = self._stacked_neighbours(slots)  # (n, k, t', ...), (n, k, t'), (n, k)
+
+        def vmapped(p: Params, nx: Any, nmask: Any, ny: Any, tx: Any, tmask: Any) -> torch.Tensor:
+            return one(p, Batch(nx, nmask, ny), tx[None], tmask[None])[0]
 
         out = []
         for s in range(0, len(batch), chunk):
             part = slice(s, s + chunk)
-            inputs = (nx[part], nmask[part], ny[part], tx[part], tmask[part])
+            ids = [nx[part], tx[part]]
             p = params
-            if stage == 0:  # adapt only the embedding rows these inputs use
-                p, inputs = _compact_vocabulary(params, inputs, WORD_EMBEDDINGS)
-            if chunk == 1:  # one example: plain kernels beat vmap's batched (bmm) ones on CPU
-                out.append(one(p, *(x[0] for x in inputs))[None])
-                continue
+            if stage == 0:
+                p, ids = _compact_vocabulary(params, ids, WORD_EMBEDDINGS)
+            inputs = (ids[0], nmask[part], ny[part], ids[1], tmask[part])
             with attention_implementation(self.model.encoder, "eager"):
-                out.append(vmap(one, in_dims=(None, 0, 0, 0, 0, 0))(p, *inputs))
-        return torch.cat(out).detach()  # (b, num_labels)
+                out.append(vmap(vmapped, in_dims=(None, 0, 0, 0, 0, 0))(p, *inputs))
+        return torch.cat(out).detach()  # (n, num_labels)
 
     def _prefix(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return frozen_prefix(self.model, ids, mask, self.scope.stage)
 
-    def _neighbour_prefix(self, slots: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    def _fill_cache(self, slots: np.ndarray) -> None:
+        """Compute the prefix of every retrieved memory example not cached yet, 64 at a time."""
         missing = np.array(sorted(set(slots.reshape(-1).tolist()) - set(self._cache)), np.int64)
         for s in range(0, len(missing), 64):
             part = missing[s : s + 64]
             nb = self.writer.batch(part)
             with torch.no_grad():
                 x, mask = self._prefix(nb.input_ids, nb.attention_mask)
-            for slot, row, n in zip(part, x, mask.sum(dim=1).tolist()):
-                self._cache[int(slot)] = row[:n].clone()
-        rows = [self._cache[int(s)] for s in slots.reshape(-1)]
-        width = max(len(r) for r in rows)
-        x = torch.zeros((len(rows), width, *rows[0].shape[1:]), dtype=rows[0].dtype)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            x[i, : len(row)] = row
-            mask[i, : len(row)] = 1
-        return x.view(*slots.shape, *x.shape[1:]), mask.view(*slots.shape, width)
+            lengths = mask.sum(dim=1).tolist()
+            for g, slot in enumerate(part.tolist()):
+                rows = nb.example_rows(g).tolist()
+                self._cache[slot] = _Stored(
+                    [x[r, : lengths[r]].clone() for r in rows], nb.labels[rows].clone()
+                )
+
+    def _neighbour_batch(self, slots: np.ndarray) -> Batch:
+        """The cached rows of some memory examples as one padded batch, grouped by example."""
+        stored = [self._cache[int(s)] for s in slots]
+        rows = [r for item in stored for r in item.rows]
+        x, mask = _pad_cached(rows)
+        groups = torch.cat(
+            [torch.full((len(item.rows),), g, dtype=torch.long) for g, item in enumerate(stored)]
+        )
+        return Batch(x, mask, torch.cat([item.labels for item in stored]), groups)
+
+    def _stacked_neighbours(
+        self, slots: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One-row memory examples stacked per test example: (n, k, t', ...), (n, k, t')."""
+        rows = [self._cache[int(s)].rows[0] for s in slots.reshape(-1)]
+        labels = torch.stack([self._cache[int(s)].labels[0] for s in slots.reshape(-1)])
+        x, mask = _pad_cached(rows)
+        return (
+            x.view(*slots.shape, *x.shape[1:]),
+            mask.view(*slots.shape, x.shape[1]),
+            labels.view(*slots.shape, *labels.shape[1:]),
+        )
+
+
+def _pad_cached(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad cached rows (t_i, ...) into (n, t, ...) and a mask (n, t)."""
+    width = max(len(r) for r in rows)
+    x = torch.zeros((len(rows), width, *rows[0].shape[1:]), dtype=rows[0].dtype)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        x[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return x, mask

@@ -2,19 +2,16 @@
 
 The stream arrives in mini-batches of b examples. An episode is m support batches and a query:
 normally the next stream batch; every R_F-th episode instead a replay batch of ⌊r·R_I⌋ examples
-drawn from episodic memory, where
-
-    R_F = ⌈(R_I / b + 1) / (m + 1)⌉,
-
-so that replay happens about once every R_I stream examples (R_I = 9,600, r = 0.01, b = 16,
-m = 5 for text classification: a 96-example replay query every 101 episodes). The inner loop
+drawn from episodic memory, where R_F = ⌈(R_I / b + 1) / (m + 1)⌉
+(`ReplaySchedule.episodes_between_replays`), so that replay happens about once every R_I stream
+examples (R_I = 9,600, r = 0.01, b = 16, m = 5 for text classification: a 96-example replay
+query every 101 episodes). The inner loop
 adapts a part of the network with one SGD step per support batch; the outer loop updates the
 whole network on the query loss at the adapted weights (first-order: FOMAML).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -24,26 +21,10 @@ from torch.func import functional_call
 
 from lifelong.adaptation import Params, local_adapt
 from lifelong.encoders.base import EncoderOutput
-from lifelong.model import Batch, task_loss
+from lifelong.model import Batch
 
-
-def replay_frequency(replay_every: int, batch_size: int, support_batches: int) -> int:
-    """R_F = ⌈(R_I / b + 1) / (m + 1)⌉: every R_F-th episode queries a replay batch.
-
-    Raises:
-        ValueError: A non-positive R_I, b or m.
-
-    """
-    if min(replay_every, batch_size, support_batches) < 1:
-        raise ValueError(
-            f"need R_I, b, m >= 1, got R_I={replay_every}, b={batch_size}, m={support_batches}"
-        )
-    return math.ceil((replay_every / batch_size + 1) / (support_batches + 1))
-
-
-def replay_size(replay_ratio: float, replay_every: int) -> int:
-    """⌊r·R_I⌋ memory examples in a replay query (at least 1)."""
-    return max(1, math.floor(replay_ratio * replay_every))
+Criterion = Callable[[torch.Tensor, Batch], torch.Tensor]
+"""A task's loss from logits and the batch they were computed on."""
 
 
 @dataclass
@@ -106,6 +87,15 @@ class EpisodeBuffer:
             return None
         return self._emit(replay=False)
 
+    def state_dict(self) -> dict[str, object]:
+        """Episodes emitted and the batches still pending."""
+        return {"episodes": self.episodes, "pending": list(self.pending)}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        """Restore what `state_dict` returned."""
+        self.episodes = int(state["episodes"])  # type: ignore[arg-type]
+        self.pending = list(state["pending"])  # type: ignore[arg-type]
+
     def _emit(self, replay: bool) -> Episode:
         batches, self.pending = self.pending, []
         self.episodes += 1
@@ -114,33 +104,31 @@ class EpisodeBuffer:
         return Episode(batches[:-1], batches[-1])
 
 
-def head_features(model: nn.Module, batch: Batch) -> EncoderOutput:
-    """What a head reads (the encoder's output), without gradient."""
-    with torch.no_grad():
-        return model.encoder(batch.input_ids, batch.attention_mask).detach()
-
-
-def head_params(model: nn.Module) -> Params:
-    """The live (trainable) parameters of ``model.head``, keyed by their name in the head."""
-    return dict(model.head.named_parameters())
-
-
 def adapt_head(
     head: nn.Module,
     params: Params,
-    batches: Sequence[tuple[EncoderOutput, torch.Tensor]],
+    batches: Sequence[tuple[EncoderOutput, Batch]],
     lr: float,
+    criterion: Criterion,
 ) -> Params:
-    """One SGD step on the head per (encoder output, labels) batch, in order.
+    """One SGD step on the head per (encoder output, batch) pair, in order.
 
     First-order (the inner gradients are constants), pure: ``head`` and ``params`` are not
     modified; the result stays differentiable with respect to ``params`` with identity
     Jacobian, so a query loss at the adapted head back-propagates FOMAML's gradient to W.
-    """
-    for encoded, labels in batches:
 
-        def loss(q: Params, encoded: EncoderOutput = encoded, labels: torch.Tensor = labels):
-            return task_loss(functional_call(head, q, (encoded,)), labels)
+    Args:
+        head: The head (its parameters are only read).
+        params: Its starting weights.
+        batches: The encoder's output on each support batch, with the batch (labels, groups).
+        lr: α, the inner SGD step.
+        criterion: The task's loss from logits and their batch.
+
+    """
+    for encoded, batch in batches:
+
+        def loss(q: Params, encoded: EncoderOutput = encoded, batch: Batch = batch):
+            return criterion(functional_call(head, q, (encoded,)), batch)
 
         params = local_adapt(loss, params, steps=1, lr=lr, l2=0.0, first_order=True)
     return params
@@ -151,7 +139,7 @@ def head_scores(
 ) -> torch.Tensor:
     """Logits of ``head`` with weights ``params`` over ``features(batch)`` (the encoder output).
 
-    Returns (b, num_labels) for a classification head, (b, t, 2) for a span head.
+    Returns (n, num_labels) for a classification head, (n, t, 2) for a span head.
     """
     with torch.no_grad():
         return functional_call(head, params, (features(batch),))

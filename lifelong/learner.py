@@ -5,18 +5,77 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
-from lifelong.checkpoint import Checkpointer, StreamPosition
-from lifelong.model import Batch, Collator
 from lifelong.strategy import Strategy
+from lifelong.tasks import TaskKind
 from streams.core import Example, TaskStream, batches
-from streams.qa import exact_match, f1_score
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class StreamPosition:
+    """Where a run is in its stream.
+
+    Attributes:
+        task: Index of the task being trained; ``len(stream)`` once every task is done.
+        step: Mini-batches of that task already observed (0 = the task has not started).
+        before: The untrained scores b, shape (T,); None until they are measured.
+        rows: The finished rows of the matrix R, one (T,) array per trained task.
+        metric: Name of R's metric (``"accuracy"``, or ``"f1"`` for QA).
+        secondary: Rows of the other metrics (QA: exact match), the untrained row first.
+
+    """
+
+    task: int = 0
+    step: int = 0
+    before: np.ndarray | None = None
+    rows: list[np.ndarray] = field(default_factory=list)
+    metric: str = "accuracy"
+    secondary: dict[str, list[np.ndarray]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python form (lists of floats), for checkpoint files."""
+        return {
+            "task": self.task,
+            "step": self.step,
+            "before": None if self.before is None else self.before.tolist(),
+            "rows": [r.tolist() for r in self.rows],
+            "metric": self.metric,
+            "secondary": {k: [r.tolist() for r in v] for k, v in self.secondary.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> StreamPosition:
+        """Inverse of `to_dict`."""
+        before = values["before"]
+        return cls(
+            task=int(values["task"]),
+            step=int(values["step"]),
+            before=None if before is None else np.asarray(before, dtype=float),
+            rows=[np.asarray(r, dtype=float) for r in values["rows"]],
+            metric=str(values.get("metric", "accuracy")),
+            secondary={
+                k: [np.asarray(r, dtype=float) for r in v]
+                for k, v in dict(values.get("secondary", {})).items()
+            },
+        )
+
+
+class Checkpointer(Protocol):
+    """Saves a run's state (`lifelong.experiment.checkpoint.Checkpointer` is one)."""
+
+    def due(self, steps_done: int) -> bool:
+        """Whether a mid-task checkpoint is due after ``steps_done`` mini-batches of a task."""
+        ...
+
+    def save(self, strategy: Strategy, position: StreamPosition) -> None:
+        """Write the checkpoint now."""
+        ...
 
 
 @dataclass
@@ -44,7 +103,7 @@ class StreamResult:
 def evaluate_metrics(
     strategy: Strategy,
     examples: Sequence[Example],
-    collator: Collator,
+    kind: TaskKind,
     *,
     batch_size: int = 64,
     desc: str = "eval",
@@ -52,18 +111,17 @@ def evaluate_metrics(
 ) -> dict[str, float]:
     """Scores (percent) of the strategy's predictions on ``examples`` (one test set).
 
-    Classification and relation extraction give ``{"accuracy": ...}``; QA gives
-    ``{"f1": ..., "exact_match": ...}`` (SQuAD 1.1, max over gold answers, mean over questions).
-    The first entry is the stream's main metric, the one in the matrix R.
+    The task kind names the metrics, the main one first (the one in the matrix R): accuracy for
+    classification and relation extraction (per sentence), F1 and exact match for QA (SQuAD 1.1,
+    max over gold answers, mean over questions).
 
     A strategy that adapts once per test set (Meta-MbPA's coarse adaptation, OML-ER's meta-test)
     defines ``predict_set(batches) -> list of score tensors`` and gets the whole set at once;
-    any other is asked ``predict(batch)`` batch by batch. `batch_scores` turns scores into
-    predictions.
+    any other is asked ``predict(batch)`` batch by batch.
     """
     bar = tqdm(total=len(examples), desc=desc, unit="ex", leave=False, disable=not progress)
     chunks = list(batches(examples, batch_size))
-    test = [collator(chunk) for chunk in chunks]
+    test = [kind(chunk) for chunk in chunks]
     predict_set = getattr(strategy, "predict_set", None)
     if callable(predict_set):
         predictions = predict_set(test)
@@ -74,110 +132,46 @@ def evaluate_metrics(
             predictions.append(strategy.predict(batch))
             bar.update(len(chunk))
     bar.close()
-    totals: dict[str, float] = {}
+    totals = dict.fromkeys(kind.metrics, 0.0)
     for scores, batch, chunk in zip(predictions, test, chunks, strict=True):
-        for name, value in batch_scores(scores, batch, chunk, collator).items():
-            totals[name] = totals.get(name, 0.0) + value
+        for name, value in kind.score(scores, batch, chunk).items():
+            totals[name] += value
     return {name: 100.0 * value / len(examples) for name, value in totals.items()}
 
 
-def evaluate(
-    strategy: Strategy,
-    examples: Sequence[Example],
-    collator: Collator,
-    *,
-    batch_size: int = 64,
-    desc: str = "eval",
-    progress: bool = True,
-) -> float:
-    """The main metric (accuracy, or F1 for QA; percent) on one test set (`evaluate_metrics`)."""
-    metrics = evaluate_metrics(
-        strategy, examples, collator, batch_size=batch_size, desc=desc, progress=progress
-    )
-    return next(iter(metrics.values()))
+def evaluate(strategy: Strategy, examples: Sequence[Example], kind: TaskKind, **kw: Any) -> float:
+    """The main metric (accuracy, or F1 for QA; percent) on one test set.
 
-
-def batch_scores(
-    scores: torch.Tensor, batch: Batch, examples: Sequence[Example], collator: Collator
-) -> dict[str, float]:
-    """Summed per-example scores of one evaluation batch (fractions, not yet percent).
-
-    Classification: correct argmax labels. Relation extraction (``batch.groups`` set, no QA
-    features): correct candidates (`correct_predictions`). QA (``batch.features`` set): the
-    collator decodes each question's best span over its windows from the start/end logits
-    (b, t, 2), scored by SQuAD F1 and exact match against the gold answers.
+    Keyword arguments are those of `evaluate_metrics`.
     """
-    if batch.features is not None:
-        predictions = collator.decode(scores, batch)
-        golds = [[text for text, _ in e.answers] for e in examples]
-        f1 = sum(max(f1_score(p, g) for g in gold) for p, gold in zip(predictions, golds))
-        em = sum(max(exact_match(p, g) for g in gold) for p, gold in zip(predictions, golds))
-        return {"f1": f1, "exact_match": em}
-    return {"accuracy": float(correct_predictions(scores, batch))}
-
-
-def correct_predictions(scores: torch.Tensor, batch: Batch) -> int:
-    """How many examples of ``batch`` the scores get right.
-
-    Classification: the argmax of ``scores`` (b, num_labels) against ``batch.labels``.
-    Relation extraction (``batch.groups`` set): each row is one (sentence, candidate) pair
-    scored by a two-way classifier, label 1 for the gold relation; an example is right when its
-    row with the highest margin ``scores[:, 1] - scores[:, 0]`` is the gold row.
-    """
-    if batch.groups is None:
-        return int((scores.argmax(dim=-1) == batch.labels).sum())
-    margin = (scores[:, 1] - scores[:, 0]).float()  # (n,) one per pair row
-    correct = 0
-    for group in torch.unique(batch.groups):
-        rows = torch.nonzero(batch.groups == group).squeeze(1)
-        correct += int(batch.labels[rows[margin[rows].argmax()]] == 1)
-    return correct
+    return evaluate_metrics(strategy, examples, kind, **kw)[kind.metrics[0]]
 
 
 def evaluate_all_metrics(
-    strategy: Strategy,
-    stream: TaskStream,
-    collator: Collator,
-    *,
-    batch_size: int = 64,
-    progress: bool = True,
+    strategy: Strategy, stream: TaskStream, kind: TaskKind, **kw: Any
 ) -> dict[str, np.ndarray]:
-    """Every metric on every task's test set, each shape (T,), calling the optional eval hooks."""
+    """Every metric on every task's test set, each shape (T,), calling the optional eval hooks.
+
+    Keyword arguments (``batch_size``, ``progress``) are those of `evaluate_metrics`.
+    """
     _hook(strategy, "on_eval_start")
     per_task = [
-        evaluate_metrics(
-            strategy,
-            task.test,
-            collator,
-            batch_size=batch_size,
-            desc=f"eval {task.name}",
-            progress=progress,
-        )
+        evaluate_metrics(strategy, task.test, kind, desc=f"eval {task.name}", **kw)
         for task in stream
     ]
     _hook(strategy, "on_eval_end")
     return {name: np.array([m[name] for m in per_task]) for name in per_task[0]}
 
 
-def evaluate_all(
-    strategy: Strategy,
-    stream: TaskStream,
-    collator: Collator,
-    *,
-    batch_size: int = 64,
-    progress: bool = True,
-) -> np.ndarray:
+def evaluate_all(strategy: Strategy, stream: TaskStream, kind: TaskKind, **kw: Any) -> np.ndarray:
     """The main metric on every task's test set, shape (T,) (see `evaluate_all_metrics`)."""
-    rows = evaluate_all_metrics(
-        strategy, stream, collator, batch_size=batch_size, progress=progress
-    )
-    return next(iter(rows.values()))
+    return evaluate_all_metrics(strategy, stream, kind, **kw)[kind.metrics[0]]
 
 
 def run_stream(
     stream: TaskStream,
     strategy: Strategy,
-    collator: Collator,
+    kind: TaskKind,
     *,
     batch_size: int = 16,
     eval_batch_size: int = 64,
@@ -195,13 +189,13 @@ def run_stream(
     Args:
         stream: The tasks in training order.
         strategy: The continual-learning strategy.
-        collator: Tokenises examples.
-        batch_size: Training mini-batch size.
+        kind: The task kind: turns examples into batches and scores predictions.
+        batch_size: Training mini-batch size, in examples.
         eval_batch_size: Evaluation batch size.
         seed: Seed of the within-task shuffles.
         progress: Show tqdm progress bars.
         checkpointer: Writes checkpoints after the untrained evaluation, at every task
-            boundary (after the task's evaluation) and every ``checkpointer.every`` batches.
+            boundary (after the task's evaluation) and whenever ``checkpointer.due``.
         start: Resume from this position (a checkpoint's); the strategy and the random
             states must already be restored from the same checkpoint.
 
@@ -214,7 +208,7 @@ def run_stream(
 
     def evaluate_now() -> np.ndarray:
         rows = evaluate_all_metrics(
-            strategy, stream, collator, batch_size=eval_batch_size, progress=progress
+            strategy, stream, kind, batch_size=eval_batch_size, progress=progress
         )
         names = list(rows)
         position.metric = names[0]
@@ -227,9 +221,7 @@ def run_stream(
         log.info("before training: %s", _fmt(stream.task_names, position.before))
         _save(checkpointer, strategy, position)
     for i in range(position.task, T):
-        _train_task(
-            stream, i, strategy, collator, position, batch_size, seed, progress, checkpointer
-        )
+        _train_task(stream, i, strategy, kind, position, batch_size, seed, progress, checkpointer)
         _hook(strategy, "on_task_end", i)
         row = evaluate_now()
         log.info("after %s: %s", stream.tasks[i].name, _fmt(stream.task_names, row))
@@ -245,7 +237,7 @@ def _train_task(
     stream: TaskStream,
     i: int,
     strategy: Strategy,
-    collator: Collator,
+    kind: TaskKind,
     position: StreamPosition,
     batch_size: int,
     seed: int,
@@ -268,7 +260,7 @@ def _train_task(
     for step, chunk in enumerate(batches(task.train, batch_size, shuffle=True, seed=seed + i)):
         if step < done:
             continue
-        stats = strategy.observe(collator(chunk))
+        stats = strategy.observe(kind(chunk))
         bar.update(len(chunk))
         position.step = step + 1
         if stats:

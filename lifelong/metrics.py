@@ -24,17 +24,20 @@ def average_accuracy(R: np.ndarray) -> float:
     return float(R[-1].mean())
 
 
-def backward_transfer(R: np.ndarray) -> float:
-    """BWT = 1/(T-1) Σ_{j<T-1} (R[T-1, j] − R[j, j]); negative means forgetting. 0 if T = 1."""
+def backward_transfer(R: np.ndarray) -> float | None:
+    """BWT = 1/(T-1) Σ_{j<T-1} (R[T-1, j] − R[j, j]); negative means forgetting.
+
+    ``None`` if T = 1: with one task there is nothing to transfer to (not "no forgetting").
+    """
     R = _check(R)
     T = R.shape[0]
     if T == 1:
-        return 0.0
+        return None
     return float(np.mean([R[-1, j] - R[j, j] for j in range(T - 1)]))
 
 
-def forward_transfer(R: np.ndarray, b: np.ndarray) -> float:
-    """FWT = 1/(T-1) Σ_{j>0} (R[j-1, j] − b[j]); 0 if T = 1.
+def forward_transfer(R: np.ndarray, b: np.ndarray) -> float | None:
+    """FWT = 1/(T-1) Σ_{j>0} (R[j-1, j] − b[j]); ``None`` if T = 1.
 
     What training on earlier tasks gives a task before it is trained, over the untrained model.
     """
@@ -44,26 +47,30 @@ def forward_transfer(R: np.ndarray, b: np.ndarray) -> float:
     if b.shape != (T,):
         raise ValueError(f"b must have shape ({T},), got {b.shape}")
     if T == 1:
-        return 0.0
+        return None
     return float(np.mean([R[j - 1, j] - b[j] for j in range(1, T)]))
 
 
-def forgetting(R: np.ndarray) -> float:
+def forgetting(R: np.ndarray) -> float | None:
     """Average forgetting: 1/(T-1) Σ_{j<T-1} max_{j<=l<T-1} (R[l, j]) − R[T-1, j].
 
     The maximum runs over the rows after task ``j`` was trained and before the last one (the
     best the model ever was on ``j``), so forgetting is >= 0 unless the final row improves on
-    every earlier one. 0 if T = 1.
+    every earlier one. ``None`` if T = 1.
     """
     R = _check(R)
     T = R.shape[0]
     if T == 1:
-        return 0.0
+        return None
     return float(np.mean([R[j : T - 1, j].max() - R[-1, j] for j in range(T - 1)]))
 
 
-def summary(R: np.ndarray, b: np.ndarray) -> dict[str, float]:
-    """All four metrics in one dict: ``average_accuracy``, ``bwt``, ``fwt``, ``forgetting``."""
+def summary(R: np.ndarray, b: np.ndarray) -> dict[str, float | None]:
+    """All four metrics in one dict: ``average_accuracy``, ``bwt``, ``fwt``, ``forgetting``.
+
+    BWT, FWT and forgetting are ``None`` (null in ``metrics.json``, "n/a" when printed) for a
+    single-task stream.
+    """
     return {
         "average_accuracy": average_accuracy(R),
         "bwt": backward_transfer(R),

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lifelong.strategy import NoOptions, Strategy, StrategyContext, parse_options
+from lifelong.options import NoOptions, OptionsError, parse_options
+
+if TYPE_CHECKING:
+    from lifelong.strategy import Strategy, StrategyContext
 
 GROUP = "lifelong.strategies"
 
 _registered: dict[str, type] = {}
 
 
-class UnknownStrategyError(KeyError):
+class UnknownStrategyError(ValueError):
     """No strategy is registered under a name."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 def register(name: str, cls: type) -> None:
@@ -66,10 +66,34 @@ def options_class(name: str) -> type:
     return getattr(get(name), "Options", NoOptions)
 
 
-def build(
-    name: str, context: StrategyContext, options: Mapping[str, Any] | None = None
-) -> Strategy:
-    """Construct the strategy registered under ``name`` with validated options."""
+def parse(name: str, options: Mapping[str, Any] | None = None) -> Any:
+    """The options of strategy ``name``, parsed and checked (once, before anything loads).
+
+    Raises:
+        UnknownStrategyError: Nothing is registered under ``name``.
+        OptionsError: An unknown option or a value its field does not allow (named).
+
+    """
+    return parse_options(options_class(name), options or {}, owner=f"strategy {name!r}")
+
+
+def build(name: str, context: StrategyContext, options: Any = None) -> Strategy:
+    """Construct the strategy registered under ``name``.
+
+    Args:
+        name: A registered strategy name.
+        context: What the strategy is built from.
+        options: Its options: an instance of its ``Options`` class (already parsed: see
+            `parse`), a mapping of option values (parsed here), or ``None`` for the defaults.
+
+    """
     cls = get(name)
-    opts = parse_options(options_class(name), options or {}, owner=f"strategy {name!r}")
-    return cls(context, opts)
+    options_cls = options_class(name)
+    if not isinstance(options, options_cls):
+        if options is not None and not isinstance(options, Mapping):
+            raise OptionsError(
+                f"strategy {name!r}: options must be a {options_cls.__name__} or a mapping, "
+                f"got {type(options).__name__}"
+            )
+        options = parse(name, options)
+    return cls(context, options)

@@ -1,30 +1,111 @@
-"""Episodic writes and sparse experience replay, shared by the strategies that use memory.
+"""Episodic writes and sparse experience replay, shared by every strategy that uses memory.
 
-`EpisodicWriter` offers every stream batch to an `EpisodicMemory` keyed by a frozen copy of the
-pre-trained encoder. `SparseReplay` adds the schedule of de Masson d'Autume et al. (2019): every
-R_I new examples, floor(r * R_I) examples drawn uniformly from memory for one update (the paper:
-100 per 10,000).
+`EpisodicWriter` offers every stream example to an `EpisodicMemory` keyed by a frozen copy of
+the pre-trained encoder; a memory value is one whole example, which the task kind expands into
+rows when it is read. `ReplaySchedule` is the one replay schedule of every strategy that replays:
+de Masson d'Autume et al. (2019, §3.2 and §4.2): every R_I new *examples*, ⌊r·R_I⌋ *examples*
+drawn uniformly from memory (the paper: 100 per 10,000). `SparseReplay` puts the two together.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from lifelong.memory import EpisodicMemory, KeyEncoder, RandomWrite, WriteAll, WritePolicy
-from lifelong.model import Batch, Collator
+from lifelong.memory.records import ExampleRecords
+from lifelong.model import Batch
+from lifelong.options import PositiveFloat, PositiveInt, Probability, Range, option_group
 from lifelong.strategy import StrategyContext
 
 
+@option_group
+class ReplayOptions:
+    """Sparse experience replay (de Masson d'Autume et al., 2019, §4.2: 1% replay)."""
+
+    replay_every: PositiveInt = 10_000  # R_I: new stream examples between two replays
+    replay_ratio: PositiveFloat = 0.01  # r: each replay draws ⌊r·R_I⌋ memory examples
+    replay_chunk: PositiveInt = 64  # examples per forward pass inside one replay update
+
+
+@option_group
+class WriteOptions:
+    """Which stream examples are written to episodic memory."""
+
+    write_prob: Probability = 1.0  # p_write: each example's write probability (MbPA++: 1)
+
+
+@option_group
+class ClipOptions:
+    """Gradient clipping of a strategy's updates."""
+
+    max_grad_norm: Annotated[float, Range(min=0)] = 1.0  # clip the update's norm (0 = none)
+
+
+class ReplaySchedule:
+    """When to replay and how much: every R_I examples, ⌊r·R_I⌋ examples (counts examples).
+
+    Args:
+        every: R_I.
+        ratio: r.
+
+    """
+
+    def __init__(self, every: int, ratio: float) -> None:
+        if every < 1 or not ratio > 0:
+            raise ValueError(f"need R_I >= 1 and r > 0, got R_I={every}, r={ratio}")
+        self.every, self.ratio = every, ratio
+        self.seen = 0  # stream examples counted so far
+        self.replays = 0  # replays taken so far
+
+    @classmethod
+    def from_options(cls, options: ReplayOptions) -> ReplaySchedule:
+        """The schedule of ``options.replay_every`` / ``options.replay_ratio``."""
+        return cls(options.replay_every, options.replay_ratio)
+
+    @property
+    def size(self) -> int:
+        """⌊r·R_I⌋ examples per replay (at least 1)."""
+        return max(1, math.floor(self.ratio * self.every))
+
+    def due(self, examples: int) -> int:
+        """Count ``examples`` new stream examples; return how many replays are now due."""
+        before = self.seen // self.every
+        self.seen += examples
+        return self.seen // self.every - before
+
+    def episodes_between_replays(self, batch_size: int, support_batches: int) -> int:
+        """R_F = ⌈(R_I / b + 1) / (m + 1)⌉ (Holla et al., 2020, §3.3): replay about every R_I.
+
+        An episode consumes m + 1 stream batches of b examples, so replaying every R_F-th
+        episode replays about once per R_I stream examples.
+
+        Raises:
+            ValueError: A non-positive b or m.
+
+        """
+        if min(batch_size, support_batches) < 1:
+            raise ValueError(f"need b, m >= 1, got b={batch_size}, m={support_batches}")
+        return math.ceil((self.every / batch_size + 1) / (support_batches + 1))
+
+    def state_dict(self) -> dict[str, int]:
+        """Examples counted and replays taken."""
+        return {"seen": self.seen, "replays": self.replays}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Restore what `state_dict` returned."""
+        self.seen, self.replays = int(state["seen"]), int(state["replays"])
+
+
 class EpisodicWriter:
-    """An episodic memory plus the frozen key network that keys what is written to it.
+    """An episodic memory of whole examples plus the frozen key network that keys them.
 
     Args:
         context: Supplies the model (its pre-trained encoder is copied as the key network, so
-            build this before training starts) and the collator.
+            build this before training starts) and the task kind (how examples are keyed,
+            stored and expanded into rows).
         write_prob: Probability of writing each example (1 = all of them, as in MbPA++).
         policy: Any other write policy (e.g. `DiversityWrite`); overrides ``write_prob``.
 
@@ -37,72 +118,76 @@ class EpisodicWriter:
         *,
         policy: WritePolicy | None = None,
     ) -> None:
-        self.collator: Collator = context.collator
-        self.key_encoder = KeyEncoder(context.model.encoder, position=context.key_position)
+        self.task = context.task
+        self.key_encoder = KeyEncoder(context.model.encoder, position=self.task.key_position)
         if policy is None:
             policy = WriteAll() if write_prob >= 1.0 else RandomWrite(write_prob)
         self.memory = EpisodicMemory(self.key_encoder.dim, policy=policy, seed=context.seed)
+        self.offered = 0  # stream examples offered to memory
+        self.written = 0  # examples the policy wrote (overwrites included)
 
-    def write(self, batch: Batch) -> None:
-        """Offer the batch to memory; keys are computed only for the examples written."""
-        self.memory.write(
-            batch.token_lists(),
-            batch.labels.numpy(),
-            lambda chosen: self.key_encoder(batch.select(chosen)),
-        )
+    def keys(self, examples: ExampleRecords) -> np.ndarray:
+        """Memory keys of ``examples``, one per example, shape (n, key_dim)."""
+        return self.key_encoder(self.task.key_rows(examples))
+
+    def write(self, batch: Batch) -> np.ndarray:
+        """Offer the batch's examples to memory; keys are computed only for those written."""
+        if batch.examples is None:
+            raise ValueError("only batches made by a task kind carry the examples memory stores")
+        examples = batch.examples.only(self.task.stored_fields)
+        slots = self.memory.write(examples, lambda chosen: self.keys(examples.select(chosen)))
+        self.offered += len(examples)
+        self.written += len(slots)
+        return slots
 
     def batch(self, slots: np.ndarray) -> Batch:
-        """The stored examples in ``slots`` as a padded batch."""
-        items = self.memory.get(slots)
-        return self.collator.from_tokens(items.tokens, items.labels)
+        """The stored examples in ``slots`` as model rows."""
+        return self.task.rows(self.memory.get(slots).examples)
+
+    def report(self) -> dict[str, float]:
+        """Examples held at the end and the fraction of offered examples written."""
+        rate = self.written / self.offered if self.offered else 0.0
+        return {"memory_examples": len(self.memory), "write_rate": round(rate, 4)}
 
     def state_dict(self) -> dict[str, Any]:
-        """The memory, as bytes."""
-        return {"memory": self.memory.to_bytes()}
+        """The memory (as bytes) and the write counts."""
+        return {
+            "memory": self.memory.state_dict(),
+            "offered": self.offered,
+            "written": self.written,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore the memory."""
-        self.memory = EpisodicMemory.from_bytes(state["memory"], key_dim=self.key_encoder.dim)
-
-
-@dataclass(frozen=True)
-class ReplayOptions:
-    """Options of sparse experience replay."""
-
-    replay_every: int = 10_000  # R_I: new examples between two replay updates
-    replay_ratio: float = 0.01  # r: floor(r * R_I) memory examples per replay update
-    write_prob: float = 1.0  # probability of writing each example to memory (1 = all)
-    replay_chunk: int = 64  # examples per forward pass inside the single replay update
-
-    def __post_init__(self) -> None:
-        if self.replay_every < 1:
-            raise ValueError(f"replay_every must be >= 1, got {self.replay_every}")
-        if not self.replay_ratio > 0:
-            raise ValueError(f"replay_ratio must be > 0, got {self.replay_ratio}")
-
-    @property
-    def replay_size(self) -> int:
-        """floor(r * R_I), at least 1."""
-        return max(1, math.floor(self.replay_ratio * self.replay_every))
+        """Restore the memory and the write counts."""
+        self.memory.load_state_dict(state["memory"])
+        self.offered, self.written = int(state["offered"]), int(state["written"])
 
 
 class SparseReplay:
     """Writes every batch to episodic memory and says when, and on what, to replay.
 
     Call `write` and then `due` once per stream batch; for each replay due, take one update on
-    `replay_batches` (chunks of a single replay batch).
+    `replay_batches` (chunks of a single replay batch of ⌊r·R_I⌋ examples).
 
     Args:
         context: As for `EpisodicWriter`.
-        options: Replay rate and write probability.
+        options: Replay rate.
+        write_prob: Write probability (ignored with ``writer``).
+        writer: A writer of one's own (e.g. with a diversity policy).
 
     """
 
-    def __init__(self, context: StrategyContext, options: ReplayOptions) -> None:
-        self.options = options
-        self.writer = EpisodicWriter(context, options.write_prob)
-        self.seen = 0
-        self.replays = 0
+    def __init__(
+        self,
+        context: StrategyContext,
+        options: ReplayOptions,
+        write_prob: float = 1.0,
+        *,
+        writer: EpisodicWriter | None = None,
+    ) -> None:
+        self.schedule = ReplaySchedule.from_options(options)
+        self.chunk = options.replay_chunk
+        self.writer = writer or EpisodicWriter(context, write_prob)
 
     @property
     def memory(self) -> EpisodicMemory:
@@ -110,27 +195,34 @@ class SparseReplay:
         return self.writer.memory
 
     def write(self, batch: Batch) -> None:
-        """Offer the batch to memory."""
+        """Offer the batch's examples to memory."""
         self.writer.write(batch)
 
-    def due(self, batch_size: int) -> int:
-        """Count ``batch_size`` new examples; return how many replay updates are now due."""
-        before = self.seen // self.options.replay_every
-        self.seen += batch_size
-        return self.seen // self.options.replay_every - before
+    def due(self, batch: Batch) -> int:
+        """Count the batch's examples; return how many replays are now due."""
+        return self.schedule.due(batch.num_examples)
 
-    def replay_batches(self) -> list[Batch]:
-        """One replay batch from memory, split in chunks for memory-bounded forward passes."""
-        slots = self.memory.sample(self.options.replay_size).slots
-        chunk = self.options.replay_chunk
-        self.replays += 1
-        return [self.writer.batch(slots[i : i + chunk]) for i in range(0, len(slots), chunk)]
+    def sample(self) -> np.ndarray:
+        """Slots of one replay: ⌊r·R_I⌋ distinct memory examples, uniformly (counted)."""
+        self.schedule.replays += 1
+        return self.memory.sample(self.schedule.size).slots
+
+    def replay_batches(self, slots: np.ndarray | None = None) -> list[Batch]:
+        """One replay's examples as rows, in chunks of ``replay_chunk`` examples."""
+        slots = self.sample() if slots is None else slots
+        return [
+            self.writer.batch(slots[i : i + self.chunk]) for i in range(0, len(slots), self.chunk)
+        ]
+
+    def report(self) -> dict[str, float]:
+        """The memory's report and the number of replays."""
+        return {**self.writer.report(), "replays": self.schedule.replays}
 
     def state_dict(self) -> dict[str, Any]:
-        """Memory (as bytes) and counters."""
-        return {**self.writer.state_dict(), "seen": self.seen, "replays": self.replays}
+        """Memory and schedule."""
+        return {"writer": self.writer.state_dict(), "schedule": self.schedule.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore memory and counters."""
-        self.writer.load_state_dict(state)
-        self.seen, self.replays = int(state["seen"]), int(state["replays"])
+        """Restore memory and schedule."""
+        self.writer.load_state_dict(state["writer"])
+        self.schedule.load_state_dict(state["schedule"])

@@ -1,17 +1,44 @@
-"""Building blocks strategies compose: optimiser, one gradient step, evaluation scores."""
+"""Building blocks strategies compose: optimiser, one gradient step, evaluation mode, seeding."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
+import numpy as np
 import torch
+from torch import nn
 
 from lifelong.model import Batch, Classifier
 
 
-def make_optimizer(model: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
+def make_optimizer(model: nn.Module, lr: float) -> torch.optim.Optimizer:
     """AdamW over the trainable parameters (MbPA++ uses Adam, lr 3e-5, for BERT)."""
     return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+
+
+def accumulate(model: Classifier, batches: Batch | Sequence[Batch]) -> float:
+    """Back-propagate the loss of chunks of one large batch; return its mean.
+
+    Each chunk's mean loss is weighted by its share of the loss's units, so the gradients equal
+    those of a single batch holding every chunk.
+    """
+    chunks = [batches] if isinstance(batches, Batch) else list(batches)
+    sizes = [model.loss_units(c) for c in chunks]
+    total = sum(sizes)
+    loss_sum = 0.0
+    for chunk, size in zip(chunks, sizes):
+        loss = model.loss(chunk) * (size / total)
+        loss.backward()
+        loss_sum += float(loss.detach())
+    return loss_sum
+
+
+def clip(parameters: nn.Module, max_grad_norm: float | None) -> None:
+    """Clip the gradient norm of a module's parameters (``None`` or 0: no clipping)."""
+    if max_grad_norm:
+        nn.utils.clip_grad_norm_(parameters.parameters(), max_grad_norm)
 
 
 def train_step(
@@ -27,33 +54,93 @@ def train_step(
         model: The model to update (put in training mode).
         optimizer: Its optimiser.
         batches: A batch, or chunks of one large batch; their gradients are averaged over all
-            examples, so the update equals that of a single batch holding them all.
-        max_grad_norm: Gradient-norm clip (``None`` to disable).
+            loss units, so the update equals that of a single batch holding them all.
+        max_grad_norm: Gradient-norm clip (``None`` or 0 to disable).
 
     Returns:
-        The mean loss over all examples.
+        The mean loss.
 
     """
-    chunks = [batches] if isinstance(batches, Batch) else list(batches)
-    total = sum(len(c) for c in chunks)
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    loss_sum = 0.0
-    for chunk in chunks:
-        loss = model.loss(chunk) * (len(chunk) / total)
-        loss.backward()
-        loss_sum += float(loss.detach())
-    if max_grad_norm is not None:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    loss = accumulate(model, batches)
+    clip(model, max_grad_norm)
     optimizer.step()
-    return loss_sum
+    return loss
+
+
+class Trainer:
+    """A model, its optimiser and the clipped update: what every training strategy composes.
+
+    Args:
+        model: The model to train.
+        lr: Learning rate of a new AdamW optimiser (`make_optimizer`).
+        max_grad_norm: Gradient-norm clip of every update (``None`` or 0: none).
+        optimizer: An optimiser of one's own instead (e.g. OML-ER's outer Adam).
+
+    """
+
+    def __init__(
+        self,
+        model: Classifier,
+        lr: float,
+        max_grad_norm: float | None = 1.0,
+        optimizer: torch.optim.Optimizer | None = None,
+    ) -> None:
+        self.model = model
+        self.optimizer = optimizer or make_optimizer(model, lr)
+        self.max_grad_norm = max_grad_norm
+
+    def step(self, batches: Batch | Sequence[Batch]) -> float:
+        """One clipped update on a batch (or chunks of one); returns the mean loss."""
+        return train_step(self.model, self.optimizer, batches, max_grad_norm=self.max_grad_norm)
+
+    def apply(self) -> None:
+        """Clip the gradients already in ``.grad`` and take the optimiser step."""
+        clip(self.model, self.max_grad_norm)
+        self.optimizer.step()
+
+    def predict(self, batch: Batch) -> torch.Tensor:
+        """Row scores of the model in evaluation mode (`predict_scores`)."""
+        return predict_scores(self.model, batch)
+
+    def state_dict(self) -> dict[str, dict]:
+        """Weights and optimiser state."""
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, dict]) -> None:
+        """Restore what `state_dict` returned."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+@contextmanager
+def evaluating(*modules: nn.Module) -> Iterator[None]:
+    """Put modules in evaluation mode (no dropout) and restore their modes afterwards.
+
+    Prediction and test-time adaptation run inside it, so evaluating leaves the training state
+    (modes, weights) as it was.
+    """
+    modes = [m.training for m in modules]
+    for m in modules:
+        m.eval()
+    try:
+        yield
+    finally:
+        for m, mode in zip(modules, modes):
+            m.train(mode)
 
 
 @torch.no_grad()
 def predict_scores(model: Classifier, batch: Batch) -> torch.Tensor:
-    """Logits (b, num_labels) under the model in evaluation mode; restores the previous mode."""
-    was_training = model.training
-    model.eval()
-    logits = model(batch.input_ids, batch.attention_mask)  # (b, num_labels)
-    model.train(was_training)
-    return logits
+    """Row scores (logits) under the model in evaluation mode."""
+    with evaluating(model):
+        return model(batch.input_ids, batch.attention_mask)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch, and ask torch for deterministic kernels."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)

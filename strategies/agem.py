@@ -10,30 +10,24 @@ examples, with floor(r * R_I) memories), as in MbPA++'s A-GEM baseline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar, Literal
 
 import torch
 
 from lifelong.model import Batch, Classifier
-from lifelong.replay import ReplayOptions, SparseReplay
+from lifelong.options import PositiveInt, option_group
+from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
+from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
-from lifelong.training import make_optimizer, predict_scores
+from lifelong.training import Trainer, accumulate
 
 
-@dataclass(frozen=True)
-class AGEMOptions(ReplayOptions):
-    """When to project, and on how many memories."""
+@option_group
+class AGEMOptions(ReplayOptions, WriteOptions, ClipOptions):
+    """When to project, and on how many memories (plus replay rate, writes and clipping)."""
 
-    project: str = "every_step"  # "every_step" or "replay_steps"
-    memory_batch: int = 32  # memories behind g_ref with project="every_step"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.project not in ("every_step", "replay_steps"):
-            raise ValueError(
-                f"project must be 'every_step' or 'replay_steps', got {self.project!r}"
-            )
+    project: Literal["every_step", "replay_steps"] = "every_step"  # when g is checked
+    memory_batch: PositiveInt = 32  # memory examples behind g_ref with project="every_step"
 
 
 def project_gradient(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:
@@ -53,11 +47,9 @@ def project_gradient(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:
 def flat_gradient(model: Classifier, batches: list[Batch]) -> torch.Tensor:
     """The gradient of the mean loss over ``batches`` as one flat vector (model in train mode)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    total = sum(len(b) for b in batches)
     model.train()
     model.zero_grad(set_to_none=True)
-    for b in batches:
-        (model.loss(b) * (len(b) / total)).backward()
+    accumulate(model, batches)
     return torch.cat(
         [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
     )
@@ -87,24 +79,24 @@ class AGEM:
     def __init__(self, context: StrategyContext, options: AGEMOptions | None = None) -> None:
         self.options = options or AGEMOptions()
         self.model = context.model
-        self.optimizer = make_optimizer(self.model, context.lr)
-        self.replay = SparseReplay(context, self.options)
-        self.projections = 0  # updates whose gradient was actually projected
+        self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
+        self.replay = SparseReplay(context, self.options, self.options.write_prob)
+        self.counts = Counters(projections=0)  # updates whose gradient was actually projected
+        self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One (possibly projected) update on the batch, then write it to memory."""
         g = flat_gradient(self.model, [batch])
-        due = self.replay.due(len(batch)) > 0
+        due = self.replay.due(batch) > 0
         if len(self.replay.memory) and (self.options.project == "every_step" or due):
             g_ref = flat_gradient(self.model, self._reference_batches())
             projected = project_gradient(g, g_ref)
-            self.projections += int(projected is not g)
+            self.counts.projections += int(projected is not g)
             g = projected
         assign_gradient(self.model, g)
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
+        self.trainer.apply()
         self.replay.write(batch)
-        return {"projections": float(self.projections)}
+        return {"projections": float(self.counts.projections)}
 
     def _reference_batches(self) -> list[Batch]:
         if self.options.project == "replay_steps":
@@ -113,21 +105,12 @@ class AGEM:
         return [self.replay.writer.batch(slots)]
 
     def predict(self, batch: Batch) -> torch.Tensor:
-        """Logits (b, num_labels) of the current model."""
-        return predict_scores(self.model, batch)
+        """Row scores of the current model."""
+        return self.trainer.predict(batch)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Model, optimiser, memory and counters."""
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "replay": self.replay.state_dict(),
-            "projections": self.projections,
-        }
+    def report(self) -> dict[str, float]:
+        """Examples in memory, write rate, replays and projected updates."""
+        return {**self.replay.report(), "projections": self.counts.projections}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore everything `state_dict` returned."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.replay.load_state_dict(state["replay"])
-        self.projections = int(state["projections"])
+    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    load_state_dict = delegated("load_state_dict")

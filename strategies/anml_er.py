@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
@@ -26,7 +25,8 @@ from torch.func import functional_call
 
 from lifelong.adaptation import Params, local_adapt
 from lifelong.encoders.base import EncoderOutput
-from lifelong.model import Batch, Classifier, task_loss
+from lifelong.model import Batch, Classifier
+from lifelong.options import option_group
 from lifelong.strategy import StrategyContext
 from strategies.oml_er import OMLER, OMLEROptions
 
@@ -73,11 +73,11 @@ class GatedClassifier(nn.Module):
         return encoded.scaled(self.neuromodulator(input_ids, attention_mask))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Logits (b, num_labels), or (b, t, 2) with a span head."""
+        """Row scores (n, num_labels), or (n, t, 2) with a span head."""
         return self.classifier.head(self.features(input_ids, attention_mask))
 
 
-@dataclass(frozen=True)
+@option_group
 class ANMLEROptions(OMLEROptions):
     """OML-ER's options (the paper truncates ANML-ER's inputs to 300 tokens, not 448)."""
 
@@ -115,7 +115,7 @@ class ANMLER(OMLER):
 
             def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
                 logits = functional_call(self.net, q, (batch.input_ids, batch.attention_mask))
-                return task_loss(logits, batch.labels)
+                return self.model.criterion(logits, batch)
 
             params = local_adapt(
                 loss, params, steps=1, lr=self.options.inner_lr, l2=0.0, first_order=True

@@ -12,26 +12,29 @@ fine-tuning.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
 
+from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.model import Batch
+from lifelong.options import NonNegativeFloat, PositiveInt, Probability, option_group
+from lifelong.replay import ClipOptions
+from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext
-from lifelong.training import make_optimizer, predict_scores
+from lifelong.training import Trainer
 
 Params = dict[str, torch.Tensor]
 
 
-@dataclass(frozen=True)
-class EWCOptions:
-    """Online EWC settings."""
+@option_group
+class EWCOptions(ClipOptions):
+    """Online EWC settings (Schwarz et al., 2018; not in the MbPA++ paper: untuned defaults)."""
 
-    ewc_lambda: float = 1_000.0  # λ: weight of the quadratic penalty
-    gamma: float = 1.0  # γ: decay of the accumulated Fisher (1 = keep all of it)
-    fisher_samples: int = 200  # training examples per task behind its Fisher (reservoir sample)
+    ewc_lambda: NonNegativeFloat = 1_000.0  # λ: weight of the quadratic penalty
+    gamma: Probability = 1.0  # γ: decay of the accumulated Fisher (1 = keep all of it)
+    fisher_samples: PositiveInt = 200  # training examples per task behind its Fisher (reservoir)
 
 
 def ewc_penalty(params: Params, anchor: Params, fisher: Params) -> torch.Tensor:
@@ -40,12 +43,28 @@ def ewc_penalty(params: Params, anchor: Params, fisher: Params) -> torch.Tensor:
     return torch.stack(terms).sum() if terms else torch.zeros(())
 
 
+class FisherState:
+    """The running Fisher F and the anchor θ*, with a ``state_dict``."""
+
+    def __init__(self) -> None:
+        self.fisher: Params = {}
+        self.anchor: Params = {}
+
+    def state_dict(self) -> dict[str, Params]:
+        """F and θ*."""
+        return {"fisher": self.fisher, "anchor": self.anchor}
+
+    def load_state_dict(self, state: dict[str, Params]) -> None:
+        """Restore F and θ*."""
+        self.fisher, self.anchor = dict(state["fisher"]), dict(state["anchor"])
+
+
 class EWC:
     """Fine-tuning with an online-EWC penalty that anchors the weights of earlier tasks.
 
     Args:
-        context: Model, collator and optimiser settings.
-        options: λ, γ and the Fisher sample size.
+        context: Model, task kind and optimiser settings.
+        options: λ, γ, the Fisher sample size and the gradient clip.
 
     """
 
@@ -55,14 +74,24 @@ class EWC:
 
     def __init__(self, context: StrategyContext, options: EWCOptions | None = None) -> None:
         self.options = options or EWCOptions()
-        self.model = context.model
-        self.collator = context.collator
-        self.optimizer = make_optimizer(self.model, context.lr)
-        self.rng = np.random.default_rng(context.seed)
-        self.fisher: Params = {}
-        self.anchor: Params = {}
-        self._sample: list[tuple[np.ndarray, int]] = []  # reservoir of this task's examples
-        self._seen = 0
+        self.model, self.task = context.model, context.task
+        self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
+        self.state = FisherState()
+        # a reservoir of this task's examples; sampled uniformly only: a 1-d dummy key will do
+        self.sample = EpisodicMemory(
+            1, policy=ReservoirWrite(self.options.fisher_samples), seed=context.seed
+        )
+        self.parts = Components(trainer=self.trainer, ewc=self.state, sample=self.sample)
+
+    @property
+    def fisher(self) -> Params:
+        """The running diagonal Fisher F."""
+        return self.state.fisher
+
+    @property
+    def anchor(self) -> Params:
+        """θ*: the weights at the end of the previous task."""
+        return self.state.anchor
 
     def _named(self) -> Params:
         return {n: p for n, p in self.model.named_parameters() if p.requires_grad}
@@ -72,70 +101,43 @@ class EWC:
         return 0.5 * self.options.ewc_lambda * ewc_penalty(self._named(), self.anchor, self.fisher)
 
     def observe(self, batch: Batch) -> dict[str, float]:
-        """One update on cross-entropy plus the EWC penalty."""
+        """One update on the task loss plus the EWC penalty."""
         self.model.train()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.trainer.optimizer.zero_grad(set_to_none=True)
         ce = self.model.loss(batch)
         penalty = self.penalty()
         (ce + penalty).backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-        self._remember(batch)
+        self.trainer.apply()
+        self.sample.write(batch.examples, np.zeros((batch.num_examples, 1), np.float32))
         return {"loss": float(ce.detach()), "ewc": float(penalty.detach())}
-
-    def _remember(self, batch: Batch) -> None:
-        cap = self.options.fisher_samples
-        for tokens, label in zip(batch.token_lists(), batch.labels.tolist()):
-            self._seen += 1
-            if len(self._sample) < cap:
-                self._sample.append((tokens, label))
-            elif (j := int(self.rng.integers(self._seen))) < cap:
-                self._sample[j] = (tokens, label)
 
     def fisher_information(self) -> Params:
         """The empirical diagonal Fisher over this task's sampled examples."""
         fisher = {n: torch.zeros_like(p) for n, p in self._named().items()}
         self.model.eval()  # no dropout noise in the curvature estimate
-        for tokens, label in self._sample:
-            example = self.collator.from_tokens([tokens], np.array([label]))
+        for slot in range(len(self.sample)):
+            example = self.task.rows(self.sample.get(np.array([slot])).examples)
             self.model.zero_grad(set_to_none=True)
             self.model.loss(example).backward()
             for n, p in self._named().items():
                 if p.grad is not None:
                     fisher[n] += p.grad.detach() ** 2
         self.model.zero_grad(set_to_none=True)
-        return {n: f / max(1, len(self._sample)) for n, f in fisher.items()}
+        return {n: f / max(1, len(self.sample)) for n, f in fisher.items()}
 
     def on_task_end(self, task_index: int) -> None:
         """Fold this task's Fisher into the running one and move the anchor here."""
         new = self.fisher_information()
         gamma = self.options.gamma
-        self.fisher = {
+        self.state.fisher = {
             n: gamma * self.fisher[n] + f if n in self.fisher else f for n, f in new.items()
         }
-        self.anchor = {n: p.detach().clone() for n, p in self._named().items()}
-        self._sample, self._seen = [], 0
+        self.state.anchor = {n: p.detach().clone() for n, p in self._named().items()}
+        self.sample.clear()
 
     def predict(self, batch: Batch) -> torch.Tensor:
-        """Logits (b, num_labels) of the current model."""
-        return predict_scores(self.model, batch)
+        """Row scores of the current model."""
+        return self.trainer.predict(batch)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Model, optimiser, Fisher, anchor, and this task's reservoir sample with its generator."""
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "fisher": self.fisher,
-            "anchor": self.anchor,
-            "sample": list(self._sample),
-            "seen": self._seen,
-            "rng": self.rng.bit_generator.state,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore everything `state_dict` returned."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.fisher, self.anchor = dict(state["fisher"]), dict(state["anchor"])
-        self._sample, self._seen = list(state["sample"]), int(state["seen"])
-        self.rng.bit_generator.state = state["rng"]
+    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    load_state_dict = delegated("load_state_dict")

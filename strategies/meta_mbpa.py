@@ -10,7 +10,10 @@ Training, for each stream batch:
   probability that grows with its key distance to everything stored, scaled to keep about
   ``write_rate`` (1%) of the stream. The achieved rate is in the run's report.
 * **meta-replay**: every R_I stream examples, the same meta loss on ⌊r·R_I⌋ uniformly drawn
-  memories (1% replay, as MbPA++); a replayed memory's neighbours exclude itself.
+  memory examples (1% replay, as MbPA++); a replayed memory's neighbours exclude itself.
+
+Memories are whole examples: neighbours, pools and replays count examples, and the task kind
+expands each into its rows (a FewRel sentence with its candidates, a question with its windows).
 
 Test, **coarse local adaptation** once per test set: each test input retrieves its K nearest
 memories; the pool is the multiset union of these retrievals, i.e. the distinct memories
@@ -25,65 +28,59 @@ and the meta-gradient still reaches it through their features: a CPU-sized varia
 A second-order step through encoder layers needs `attn_implementation="eager"`: the CPU SDPA
 kernel of Hugging Face BERT has no double backward. Only that computation switches to it (not
 the first-order one, not the head-only one, not prediction), through
-`lifelong.encoders.hf.attention_implementation`.
+`lifelong.encoders.base.attention_implementation`.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
 import torch
-from torch import nn
 from torch.func import functional_call
 
 from lifelong.adaptation import (
+    LocalAdaptationOptions,
     Params,
+    Scope,
     frozen_prefix,
     local_adapt,
     parse_scope,
     summed_gradient,
 )
-from lifelong.encoders.hf import attention_implementation
+from lifelong.encoders.base import attention_implementation
 from lifelong.memory import DiversityWrite, EpisodicMemory
-from lifelong.model import Batch, task_loss
-from lifelong.replay import EpisodicWriter
+from lifelong.model import Batch
+from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range, option_group
+from lifelong.replay import ClipOptions, EpisodicWriter, ReplayOptions, SparseReplay
+from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
-from lifelong.training import make_optimizer
+from lifelong.training import Trainer, evaluating
 
 
-@dataclass(frozen=True)
-class MetaMbPAOptions:
-    """Meta-MbPA's options; defaults follow the paper (1% memory, K = 32, L = 30, λ = 1e-3)."""
+@option_group
+class MetaMbPAOptions(ReplayOptions, LocalAdaptationOptions, ClipOptions):
+    """Meta-MbPA's options; defaults follow Wang et al. (2020): 1% memory, K = 32, L = 30.
 
-    k: int = 32  # K: neighbours of a training example (meta step) and of a test input (pool)
-    write_rate: float = 0.01  # diversity writes keep about this fraction of the stream
-    beta: float = 10.0  # β: distance scale of the diversity criterion
-    meta_lr: float = 0.0  # α of the meta step; 0 = the current (outer) learning rate
-    meta_scope: str = "all"  # parameters the meta step adapts: "all", "top<N>" or "head"
+    ``k``, ``steps``, ``l2``, ``adapt_lr`` and ``adapt_scope`` are the coarse adaptation's (and
+    ``k`` also the meta step's neighbours); ``replay_every`` / ``replay_ratio`` the meta-replay's.
+    """
+
+    write_rate: Annotated[float, Range(0, 1, min_open=True)] = 0.01  # fraction kept (§3.2: 1%)
+    beta: PositiveFloat = 10.0  # β: distance scale of the diversity criterion (§3.2)
+    meta_lr: NonNegativeFloat = 0.0  # α of the meta step; 0 = the current (outer) learning rate
+    meta_scope: Scope = "all"  # parameters the meta step adapts: "all", "top<N>" or "head"
     first_order: bool = False  # treat the meta step's gradient as a constant
-    replay_every: int = 10_000  # R_I: stream examples between two meta-replay updates
-    replay_ratio: float = 0.01  # r: ⌊r·R_I⌋ memories per meta-replay update
-    steps: int = 30  # L: coarse-adaptation steps, once per test set
-    adapt_lr: float = 1e-3  # step size of coarse adaptation
-    l2: float = 1e-3  # λ: pull of the coarse-adapted weights back to θ
-    adapt_scope: str = "all"  # parameters coarse adaptation changes
-    pool_chunk: int = 32  # memories per forward pass in a coarse-adaptation step
-    max_grad_norm: float = 1.0  # clip of the outer gradient (0 = none)
-
-    def __post_init__(self) -> None:
-        if self.k < 1 or self.steps < 0 or self.replay_every < 1 or self.pool_chunk < 1:
-            raise ValueError("need k, replay_every, pool_chunk >= 1 and steps >= 0")
+    pool_chunk: PositiveInt = 32  # memory examples per forward pass in a coarse step
 
 
 class MetaMbPA:
     """Meta-learnt local adaptation, diversity writes, meta-replay and coarse adaptation.
 
     Args:
-        context: Model, collator, learning rate and seed.
+        context: Model, task kind, learning rate and seed.
         options: See `MetaMbPAOptions`.
 
     """
@@ -96,44 +93,41 @@ class MetaMbPA:
 
     def __init__(self, context: StrategyContext, options: MetaMbPAOptions | None = None) -> None:
         self.options = options = options or self.Options()
-        self.model = context.model
-        self.lr = context.lr
-        self.optimizer = make_optimizer(self.model, context.lr)
-        self.writer = EpisodicWriter(
-            context, policy=DiversityWrite(rate=options.write_rate, beta=options.beta)
-        )
+        self.model, self.task = context.model, context.task
+        self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        policy = DiversityWrite(rate=options.write_rate, beta=options.beta)
+        self.replay = SparseReplay(context, options, writer=EpisodicWriter(context, policy=policy))
         layers = self.model.encoder.num_layers
         self.meta_scope = parse_scope(options.meta_scope, layers)
         self.adapt_scope = parse_scope(options.adapt_scope, layers)
-        self.replay_size = max(1, int(options.replay_ratio * options.replay_every))
-        self.seen = 0
-        self.replays = 0
-        self.coarse_adaptations = 0
+        self.counts = Counters(coarse_adaptations=0)
+        self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
+
+    @property
+    def writer(self) -> EpisodicWriter:
+        """The diversity-writing episodic writer (memory and key network)."""
+        return self.replay.writer
 
     @property
     def memory(self) -> EpisodicMemory:
         """The diversity-written episodic memory."""
-        return self.writer.memory
+        return self.replay.memory
 
     # -- training ---------------------------------------------------------------------------
     def observe(self, batch: Batch) -> dict[str, float]:
         """Meta-task update on the batch, diversity write, meta-replay when due."""
         stats = {"loss": self.meta_update(batch)}
-        self.writer.write(batch)
-        before, self.seen = self.seen, self.seen + len(batch)
-        for _ in range(
-            self.seen // self.options.replay_every - before // self.options.replay_every
-        ):
+        self.replay.write(batch)
+        for _ in range(self.replay.due(batch)):
             if len(self.memory):
-                slots = self.memory.sample(self.replay_size).slots
+                slots = self.replay.sample()
                 stats["replay_loss"] = self.meta_update(self.writer.batch(slots), own_slots=slots)
-                self.replays += 1
         return stats
 
     def meta_update(self, batch: Batch, own_slots: np.ndarray | None = None) -> float:
         """One optimiser step on the mean meta loss of ``batch`` (memories: ``own_slots``)."""
         self.model.train()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.trainer.optimizer.zero_grad(set_to_none=True)
         neighbours = self.neighbours(batch, own_slots)
         if self.meta_scope.name == "head":
             loss = self.head_meta_loss(batch, neighbours)
@@ -141,14 +135,13 @@ class MetaMbPA:
             total = float(loss.detach())
         else:
             total = 0.0
+            n = batch.num_examples
             with self._double_backward():
-                for i in range(len(batch)):
-                    loss = self.meta_loss(batch.select([i]), neighbours[i]) / len(batch)
+                for i in range(n):
+                    loss = self.meta_loss(batch.examples_at([i]), neighbours[i]) / n
                     loss.backward()  # one example's graph at a time
                     total += float(loss.detach())
-        if self.options.max_grad_norm > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.options.max_grad_norm)
-        self.optimizer.step()
+        self.trainer.apply()
         return total
 
     def _double_backward(self) -> contextlib.AbstractContextManager[None]:
@@ -161,9 +154,10 @@ class MetaMbPA:
     def neighbours(self, batch: Batch, own_slots: np.ndarray | None = None) -> list[np.ndarray]:
         """Slots of each example's K nearest memories (itself excluded for replayed memories)."""
         if not len(self.memory):
-            return [np.zeros(0, np.int64)] * len(batch)
+            return [np.zeros(0, np.int64)] * batch.num_examples
         extra = 0 if own_slots is None else 1
-        slots = self.memory.nearest(self.writer.key_encoder(batch), self.options.k + extra)[1]
+        keys = self.writer.keys(batch.examples)
+        slots = self.memory.nearest(keys, self.options.k + extra)[1]
         if own_slots is None:
             return list(slots)
         return [row[row != own][: self.options.k] for row, own in zip(slots, own_slots)]
@@ -178,7 +172,7 @@ class MetaMbPA:
             logits = functional_call(
                 self.model, q, (neighbours.input_ids, neighbours.attention_mask)
             )
-            return task_loss(logits, neighbours.labels)
+            return self.model.criterion(logits, neighbours)
 
         params = {
             name: p
@@ -190,51 +184,51 @@ class MetaMbPA:
             la_loss, params, steps=1, lr=alpha, l2=0.0, first_order=self.options.first_order
         )
         logits = functional_call(self.model, adapted, (example.input_ids, example.attention_mask))
-        return task_loss(logits, example.labels)
+        return self.model.criterion(logits, example)
 
     def head_meta_loss(self, batch: Batch, neighbours: list[np.ndarray]) -> torch.Tensor:
         """The batch's mean meta loss when the meta step adapts the head only.
 
         The encoder runs once over the batch's distinct neighbours (with its graph, so the
         meta-gradient reaches it through their features); each example then takes its own
-        head step on its K rows. Second order needs no double backward through the encoder:
-        the inner gradient is the head's.
+        head step on its K neighbours' rows. Second order needs no double backward through the
+        encoder: the inner gradient is the head's.
         """
         distinct = np.unique(np.concatenate(neighbours)) if len(self.memory) else []
         if len(distinct) == 0:
             return self.model.loss(batch)
         stored = self.writer.batch(distinct)
-        row = {int(s): i for i, s in enumerate(distinct)}
-        features = self.model.encoder(stored.input_ids, stored.attention_mask)  # u inputs
-        inputs = self.model.encoder(batch.input_ids, batch.attention_mask)  # b inputs
-        head = self.model.head
+        position = {int(s): i for i, s in enumerate(distinct)}
+        features = self.model.encoder(stored.input_ids, stored.attention_mask)  # their rows
+        inputs = self.model.encoder(batch.input_ids, batch.attention_mask)  # the batch's rows
+        head, criterion = self.model.head, self.model.criterion
         params = dict(head.named_parameters())
         alpha = self.options.meta_lr or self.current_lr()
         losses = []
         for i, slots in enumerate(neighbours):
-            rows = torch.as_tensor([row[int(s)] for s in slots])
+            examples = [position[int(s)] for s in slots]
+            rows = torch.as_tensor(np.concatenate([stored.example_rows(e) for e in examples]))
+            near = stored.examples_at(examples)  # labels and groups of those rows
 
-            def la_loss(q: Params, rows: torch.Tensor = rows) -> torch.Tensor:
-                logits = functional_call(head, q, (features.rows(rows),))
-                return task_loss(logits, stored.labels[rows])
+            def la_loss(q: Params, rows: torch.Tensor = rows, near: Batch = near) -> torch.Tensor:
+                return criterion(functional_call(head, q, (features.rows(rows),)), near)
 
             adapted = local_adapt(
                 la_loss, params, steps=1, lr=alpha, l2=0.0, first_order=self.options.first_order
             )
-            logits = functional_call(head, adapted, (inputs.rows(slice(i, i + 1)),))
-            losses.append(task_loss(logits, batch.labels[i : i + 1]))
+            own = torch.as_tensor(batch.example_rows(i))
+            logits = functional_call(head, adapted, (inputs.rows(own),))
+            losses.append(criterion(logits, batch.examples_at([i])))
         return torch.stack(losses).mean()
 
     def current_lr(self) -> float:
         """The optimiser's current learning rate (the paper's α)."""
-        return float(self.optimizer.param_groups[0]["lr"])
+        return float(self.trainer.optimizer.param_groups[0]["lr"])
 
     # -- test: coarse local adaptation ------------------------------------------------------
     def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor]:
         """Adapt once on the pooled neighbours of the whole test set, then predict it."""
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with evaluating(self.model):
             stage = self.adapt_scope.stage
             params = self.adapt_scope.params(self.model)
             if len(self.memory) and self.options.steps > 0:
@@ -250,12 +244,10 @@ class MetaMbPA:
                     )
                     out.append(logits)
             return out
-        finally:
-            self.model.train(was_training)
 
     def pool(self, batches: Sequence[Batch]) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct memories retrieved by the test inputs and their weights (retrieval counts)."""
-        keys = np.concatenate([self.writer.key_encoder(b) for b in batches])
+        """Distinct memories retrieved by the test examples and their weights (retrieval counts)."""
+        keys = np.concatenate([self.writer.keys(b.examples) for b in batches])
         slots = self.memory.nearest(keys, self.options.k)[1]  # (n, k)
         distinct, counts = np.unique(slots, return_counts=True)
         return distinct, counts / counts.sum()
@@ -270,9 +262,9 @@ class MetaMbPA:
             x, mask = frozen_prefix(self.model, part.input_ids, part.attention_mask, stage)
             w = torch.as_tensor(weights[s : s + chunk], dtype=torch.float32)
 
-            def loss(q: Params, x=x, mask=mask, y=part.labels, w=w) -> torch.Tensor:
+            def loss(q: Params, x=x, mask=mask, part=part, w=w) -> torch.Tensor:
                 logits = functional_call(self.model, q, (x, mask), {"start": stage, "packed": True})
-                return (task_loss(logits, y, reduction="none") * w).sum()
+                return (self.task.example_losses(logits, part) * w).sum()
 
             losses.append(loss)
             chunk_weights.append(1.0)
@@ -285,39 +277,21 @@ class MetaMbPA:
             l2=o.l2,
             gradient=summed_gradient(losses, chunk_weights),
         )
-        self.coarse_adaptations += 1
+        self.counts.coarse_adaptations += 1
         return {k: v.detach() for k, v in adapted.items()}
 
     def predict(self, batch: Batch) -> torch.Tensor:
-        """Logits (b, num_labels) for one batch (a test set of one batch)."""
+        """Row scores for one batch (a test set of one batch)."""
         return self.predict_set([batch])[0]
 
     # -- bookkeeping ------------------------------------------------------------------------
     def report(self) -> dict[str, float]:
-        """Memory size, write rate, meta-replays and coarse adaptations."""
-        policy = self.memory.policy
+        """Examples in memory, write rate, meta-replays and coarse adaptations."""
         return {
-            "memory_size": len(self.memory),
-            "write_rate": round(getattr(policy, "write_rate", 0.0), 4),
-            "meta_replays": self.replays,
-            "coarse_adaptations": self.coarse_adaptations,
+            **self.writer.report(),
+            "meta_replays": self.replay.schedule.replays,
+            "coarse_adaptations": self.counts.coarse_adaptations,
         }
 
-    def state_dict(self) -> dict[str, Any]:
-        """Weights, optimiser, memory and counters."""
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "memory": self.writer.state_dict(),
-            "seen": self.seen,
-            "replays": self.replays,
-            "coarse_adaptations": self.coarse_adaptations,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what `state_dict` returned."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.writer.load_state_dict(state["memory"])
-        self.seen, self.replays = int(state["seen"]), int(state["replays"])
-        self.coarse_adaptations = int(state["coarse_adaptations"])
+    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    load_state_dict = delegated("load_state_dict")

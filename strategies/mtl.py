@@ -8,30 +8,33 @@ last row is the usual MTL upper bound. It uses the loop's ``on_task_end`` hook.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
 
+from lifelong.memory import EpisodicMemory
 from lifelong.model import Batch
+from lifelong.options import PositiveInt, option_group
+from lifelong.replay import ClipOptions
+from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext
-from lifelong.training import make_optimizer, predict_scores, train_step
+from lifelong.training import Trainer
 
 
-@dataclass(frozen=True)
-class MTLOptions:
+@option_group
+class MTLOptions(ClipOptions):
     """Joint-training settings."""
 
-    epochs: int = 2  # passes over all data seen so far, at the end of every task
+    epochs: PositiveInt = 2  # passes over all data seen so far, at the end of every task
 
 
 class MTL:
     """Stores the stream and trains jointly, shuffled, for several epochs at each task end.
 
     Args:
-        context: Model, collator, optimiser settings and batch size.
-        options: Epochs per joint training.
+        context: Model, task kind, optimiser settings and batch size.
+        options: Epochs per joint training and the gradient clip.
 
     """
 
@@ -41,47 +44,28 @@ class MTL:
 
     def __init__(self, context: StrategyContext, options: MTLOptions | None = None) -> None:
         self.options = options or MTLOptions()
-        self.model = context.model
-        self.collator = context.collator
-        self.batch_size = context.batch_size
-        self.optimizer = make_optimizer(self.model, context.lr)
+        self.task, self.batch_size = context.task, context.batch_size
+        self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
         self.rng = np.random.default_rng(context.seed)
-        self.tokens: list[np.ndarray] = []
-        self.labels: list[int] = []
+        self.seen = EpisodicMemory(1, seed=context.seed)  # every example; never searched
+        self.parts = Components(trainer=self.trainer, seen=self.seen, rng=self.rng)
 
     def observe(self, batch: Batch) -> dict[str, float]:
-        """Store the batch; training happens in `on_task_end`."""
-        self.tokens.extend(batch.token_lists())
-        self.labels.extend(batch.labels.tolist())
+        """Store the batch's examples; training happens in `on_task_end`."""
+        self.seen.write(batch.examples, np.zeros((batch.num_examples, 1), np.float32))
         return {}
 
     def on_task_end(self, task_index: int) -> None:
         """Train ``epochs`` shuffled epochs on every example stored so far."""
-        labels = np.array(self.labels)
         for _ in range(self.options.epochs):
-            order = self.rng.permutation(len(labels))
+            order = self.rng.permutation(len(self.seen))
             for s in range(0, len(order), self.batch_size):
-                idx = order[s : s + self.batch_size]
-                batch = self.collator.from_tokens([self.tokens[i] for i in idx], labels[idx])
-                train_step(self.model, self.optimizer, batch)
+                batch = self.task.rows(self.seen.get(order[s : s + self.batch_size]).examples)
+                self.trainer.step(batch)
 
     def predict(self, batch: Batch) -> torch.Tensor:
-        """Logits (b, num_labels) of the current model."""
-        return predict_scores(self.model, batch)
+        """Row scores of the current model."""
+        return self.trainer.predict(batch)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Model, optimiser, the stored examples and the shuffle generator."""
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "tokens": self.tokens,
-            "labels": self.labels,
-            "rng": self.rng.bit_generator.state,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore everything `state_dict` returned."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.tokens, self.labels = list(state["tokens"]), list(state["labels"])
-        self.rng.bit_generator.state = state["rng"]
+    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    load_state_dict = delegated("load_state_dict")

@@ -16,8 +16,7 @@ the query), so every evaluation sees a model that has learnt from every example 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -26,46 +25,31 @@ from torch.func import functional_call
 
 from lifelong.adaptation import Params
 from lifelong.encoders.base import EncoderOutput
-from lifelong.episodes import (
-    Episode,
-    EpisodeBuffer,
-    adapt_head,
-    head_scores,
-    replay_frequency,
-    replay_size,
-)
-from lifelong.model import Batch, task_loss
-from lifelong.replay import EpisodicWriter
+from lifelong.episodes import Episode, EpisodeBuffer, adapt_head, head_scores
+from lifelong.model import Batch
+from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
+from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
+from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
+from lifelong.training import Trainer, evaluating
 
 
-@dataclass(frozen=True)
-class OMLEROptions:
-    """OML-ER's options; defaults are the paper's text-classification setting."""
+@option_group
+class OMLEROptions(ReplayOptions, WriteOptions, ClipOptions):
+    """OML-ER's options; defaults are the paper's text-classification setting (§4, App. A)."""
 
-    support_batches: int = 5  # m: support mini-batches per episode
-    inner_lr: float = 1e-3  # α: SGD step size of the inner loop (and of the meta-test)
-    replay_every: int = 9_600  # R_I: stream examples per replay
-    replay_ratio: float = 0.01  # r: a replay query holds ⌊r·R_I⌋ memory examples
-    write_prob: float = 1.0  # p_write: probability of writing a stream example to memory
+    replay_every: PositiveInt = 9_600  # R_I: stream examples per replay (Holla et al.: 9,600)
+    support_batches: PositiveInt = 5  # m: support mini-batches per episode
+    inner_lr: PositiveFloat = 1e-3  # α: SGD step size of the inner loop (and of the meta-test)
     meta_test: bool = True  # fine-tune the head on m memory batches once per test set
-    outer_lr: float = 0.0  # β of the outer Adam; 0 = the run's learning rate
-    max_grad_norm: float = 1.0  # clip of the outer gradient (0 = none)
-
-    def __post_init__(self) -> None:
-        if self.support_batches < 1 or self.replay_every < 1:
-            raise ValueError("support_batches and replay_every must be >= 1")
-        if not self.replay_ratio > 0 or not 0 < self.write_prob <= 1:
-            raise ValueError("need replay_ratio > 0 and 0 < write_prob <= 1")
-        if self.outer_lr < 0 or self.max_grad_norm < 0:
-            raise ValueError("outer_lr and max_grad_norm must be >= 0 (0 = run's lr / no clip)")
+    outer_lr: NonNegativeFloat = 0.0  # β of the outer Adam; 0 = the run's learning rate
 
 
 class OMLER:
     """FOMAML episodes with a head-only inner loop and sparse replay queries.
 
     Args:
-        context: Model, collator, learning rate (β of the outer Adam) and batch size (b).
+        context: Model, task kind, learning rate (β of the outer Adam) and batch size (b).
         options: m, α, R_I, r, p_write and the meta-test switch.
 
     """
@@ -78,18 +62,26 @@ class OMLER:
         self.options = options = options or self.Options()
         self.model = context.model
         self.batch_size = context.batch_size
-        self.writer = EpisodicWriter(context, options.write_prob)
+        self.replay = SparseReplay(context, options, options.write_prob)
         self.net = self._build_net(context)
         trainable = [p for p in self.net.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.Adam(trainable, lr=options.outer_lr or context.lr)
+        outer = torch.optim.Adam(trainable, lr=options.outer_lr or context.lr)
+        self.trainer = Trainer(self.net, context.lr, options.max_grad_norm, optimizer=outer)
         self.buffer = EpisodeBuffer(
             options.support_batches,
-            replay_frequency(options.replay_every, context.batch_size, options.support_batches),
+            self.replay.schedule.episodes_between_replays(
+                context.batch_size, options.support_batches
+            ),
         )
-        self.replay_size = replay_size(options.replay_ratio, options.replay_every)
-        self.replay_episodes = 0
-        self.meta_tests = 0
+        self.counts = Counters(meta_tests=0)
         self.rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches
+        self.parts = Components(
+            trainer=self.trainer,
+            replay=self.replay,
+            episodes=self.buffer,
+            counts=self.counts,
+            rng=self.rng,
+        )
 
     # -- what ANML-ER changes -----------------------------------------------------------------
     head_prefix: ClassVar[str] = "head."  # where the head's parameters sit in `net`
@@ -111,12 +103,13 @@ class OMLER:
     def inner_loop(self, support: Sequence[Batch]) -> Params:
         """Head weights after one SGD step per support batch (encoder fixed), named in `net`."""
         params = dict(self.head.named_parameters())
-        batches = [(self.features(b), b.labels) for b in support]
-        adapted = adapt_head(self.head, params, batches, self.options.inner_lr)
+        batches = [(self.features(b), b) for b in support]
+        lr, criterion = self.options.inner_lr, self.model.criterion
+        adapted = adapt_head(self.head, params, batches, lr, criterion)
         return {self.head_prefix + k: v for k, v in adapted.items()}
 
     def logits(self, params: Params, batch: Batch) -> torch.Tensor:
-        """Logits (b, num_labels) of `net` with ``params`` swapped in."""
+        """Row scores of `net` with ``params`` swapped in."""
         return functional_call(self.net, params, (batch.input_ids, batch.attention_mask))
 
     # -- the learner's interface ---------------------------------------------------------------
@@ -127,22 +120,20 @@ class OMLER:
 
     def learn(self, episode: Episode) -> dict[str, float]:
         """Inner loop on the support set, one outer Adam step on the query loss, then write."""
-        if episode.replay and not len(self.writer.memory):  # nothing stored yet to replay:
+        memory = self.replay.memory
+        if episode.replay and not len(memory):  # nothing stored yet to replay:
             episode = Episode(episode.support[:-1], episode.support[-1])  # last batch = query
         query = episode.query
-        if episode.replay:
-            self.replay_episodes += 1
-            query = self.writer.batch(self.writer.memory.sample(self.replay_size).slots)
+        if episode.replay:  # ⌊r·R_I⌋ memory examples, every one with all its rows
+            query = self.replay.writer.batch(self.replay.sample())
         self.net.train()
         adapted = self.inner_loop(episode.support)
-        loss = task_loss(self.logits(adapted, query), query.labels)
-        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.model.criterion(self.logits(adapted, query), query)
+        self.trainer.optimizer.zero_grad(set_to_none=True)
         loss.backward()  # first-order: d adapted / d W = I, so W receives the gradient at W'
-        if self.options.max_grad_norm > 0:
-            nn.utils.clip_grad_norm_(self.net.parameters(), self.options.max_grad_norm)
-        self.optimizer.step()
+        self.trainer.apply()
         for stream_batch in episode.stream_batches:
-            self.writer.write(stream_batch)
+            self.replay.write(stream_batch)
         return {"loss": float(loss.detach())}
 
     def on_eval_start(self) -> None:
@@ -153,62 +144,39 @@ class OMLER:
 
     def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor]:
         """Meta-test once for the whole test set, then predict every batch with that head."""
-        was_training = self.net.training
-        self.net.eval()
-        try:
+        with evaluating(self.net):
             params = {k: v.detach() for k, v in self.head.named_parameters()}
-            if self.options.meta_test and len(self.writer.memory):
+            if self.options.meta_test and len(self.replay.memory):
                 params = self.meta_test(params)
             return [head_scores(self.head, params, self.features, b) for b in batches]
-        finally:
-            self.net.train(was_training)
 
     def meta_test(self, params: Params) -> Params:
-        """The head after one SGD step on each of m random memory batches of b."""
+        """The head after one SGD step on each of m random memory batches of b examples."""
         m, b = self.options.support_batches, self.batch_size
-        size = len(self.writer.memory)  # its own generator: evaluation leaves training alone
+        size = len(self.replay.memory)  # its own generator: evaluation leaves training alone
         slots = np.sort(self.rng.choice(size, size=min(m * b, size), replace=False))
-        memory_batches = [self.writer.batch(slots[i : i + b]) for i in range(0, len(slots), b)]
-        batches = [(self.features(mb), mb.labels) for mb in memory_batches]
-        self.meta_tests += 1
+        memory_batches = [
+            self.replay.writer.batch(slots[i : i + b]) for i in range(0, len(slots), b)
+        ]
+        batches = [(self.features(mb), mb) for mb in memory_batches]
+        self.counts.meta_tests += 1
+        lr, criterion = self.options.inner_lr, self.model.criterion
         return {
-            k: v.detach()
-            for k, v in adapt_head(self.head, params, batches, self.options.inner_lr).items()
+            k: v.detach() for k, v in adapt_head(self.head, params, batches, lr, criterion).items()
         }
 
     def predict(self, batch: Batch) -> torch.Tensor:
-        """Logits (b, num_labels) for one batch (a test set of one batch)."""
+        """Row scores for one batch (a test set of one batch)."""
         return self.predict_set([batch])[0]
 
     def report(self) -> dict[str, float]:
-        """Episodes, replay episodes, meta-tests and memory size."""
+        """Episodes, replay episodes, meta-tests, examples in memory and write rate."""
         return {
+            **self.replay.writer.report(),
             "episodes": self.buffer.episodes,
-            "replay_episodes": self.replay_episodes,
-            "meta_tests": self.meta_tests,
-            "memory_size": len(self.writer.memory),
+            "replay_episodes": self.replay.schedule.replays,
+            "meta_tests": self.counts.meta_tests,
         }
 
-    def state_dict(self) -> dict[str, Any]:
-        """Weights, optimiser, memory, episode counters and the batches still buffered."""
-        return {
-            "net": self.net.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "memory": self.writer.state_dict(),
-            "episodes": self.buffer.episodes,
-            "pending": list(self.buffer.pending),
-            "replay_episodes": self.replay_episodes,
-            "meta_tests": self.meta_tests,
-            "rng": self.rng.bit_generator.state,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what `state_dict` returned."""
-        self.net.load_state_dict(state["net"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.writer.load_state_dict(state["memory"])
-        self.buffer.episodes = int(state["episodes"])
-        self.buffer.pending = list(state["pending"])
-        self.replay_episodes = int(state["replay_episodes"])
-        self.meta_tests = int(state["meta_tests"])
-        self.rng.bit_generator.state = state["rng"]
+    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    load_state_dict = delegated("load_state_dict")

@@ -2,64 +2,67 @@
 
 Every ``replay_every`` (R_I) new examples, ``floor(replay_ratio * R_I)`` examples are drawn
 uniformly from memory and the model takes one update on them. The paper's rate is 100 replayed
-per 10,000 new (R_I = 10,000, r = 0.01). Every example is offered to memory through the write
-policy (``write_prob = 1``: all of them, as in the paper).
+per 10,000 new (R_I = 10,000, r = 0.01; §4.2). Every example is offered to memory through the
+write policy (``write_prob = 1``: all of them, as in the paper). Examples, not rows, are counted
+and stored: a FewRel sentence replays with all its candidates, a QA question with all its
+context windows.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
 from lifelong.model import Batch
-from lifelong.replay import ReplayOptions, SparseReplay
+from lifelong.options import option_group
+from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
+from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext
-from lifelong.training import make_optimizer, predict_scores, train_step
+from lifelong.training import Trainer
+
+
+@option_group
+class ReplayStrategyOptions(ReplayOptions, WriteOptions, ClipOptions):
+    """Replay rate (R_I, r), write probability and gradient clip."""
 
 
 class Replay:
     """Sparse experience replay: fine-tuning plus one update on memory samples every R_I examples.
 
     Args:
-        context: Model, collator and optimiser settings.
+        context: Model, task kind and optimiser settings.
         options: Replay rate (default: the paper's 1%, every 10,000 examples).
 
     """
 
     name: ClassVar[str] = "replay"
     description: ClassVar[str] = "sparse experience replay: floor(r*R_I) memory examples every R_I"
-    Options = ReplayOptions
+    Options = ReplayStrategyOptions
 
-    def __init__(self, context: StrategyContext, options: ReplayOptions | None = None) -> None:
-        self.model = context.model
-        self.optimizer = make_optimizer(self.model, context.lr)
-        self.replay = SparseReplay(context, options or ReplayOptions())
+    def __init__(
+        self, context: StrategyContext, options: ReplayStrategyOptions | None = None
+    ) -> None:
+        options = options or ReplayStrategyOptions()
+        self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        self.replay = SparseReplay(context, options, options.write_prob)
+        self.parts = Components(trainer=self.trainer, replay=self.replay)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Update on the batch, write it to memory, then replay if R_I examples have passed."""
-        stats = {"loss": train_step(self.model, self.optimizer, batch)}
+        stats = {"loss": self.trainer.step(batch)}
         self.replay.write(batch)
-        for _ in range(self.replay.due(len(batch))):
-            stats["replay_loss"] = train_step(
-                self.model, self.optimizer, self.replay.replay_batches()
-            )
+        for _ in range(self.replay.due(batch)):  # one update on floor(r * R_I) memories
+            stats["replay_loss"] = self.trainer.step(self.replay.replay_batches())
         return stats
 
     def predict(self, batch: Batch) -> torch.Tensor:
-        """Logits (b, num_labels) of the current model."""
-        return predict_scores(self.model, batch)
+        """Row scores of the current model."""
+        return self.trainer.predict(batch)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Model, optimiser, memory and replay counters."""
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "replay": self.replay.state_dict(),
-        }
+    def report(self) -> dict[str, float]:
+        """Examples in memory, write rate and replays taken."""
+        return self.replay.report()
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore everything `state_dict` returned."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.replay.load_state_dict(state["replay"])
+    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    load_state_dict = delegated("load_state_dict")

@@ -2,45 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
 from lifelong.model import Batch
-from lifelong.strategy import NoOptions, StrategyContext
-from lifelong.training import make_optimizer, predict_scores, train_step
+from lifelong.options import option_group
+from lifelong.replay import ClipOptions
+from lifelong.state import Components, delegated
+from lifelong.strategy import StrategyContext
+from lifelong.training import Trainer
+
+
+@option_group
+class SeqOptions(ClipOptions):
+    """Fine-tuning settings: only the gradient clip."""
 
 
 class Seq:
     """Fine-tune on every mini-batch as it arrives, with no memory: the lower bound.
 
     Args:
-        context: Model, collator and optimiser settings.
-        options: None.
+        context: Model, task kind and optimiser settings.
+        options: The gradient clip.
 
     """
 
     name: ClassVar[str] = "seq"
     description: ClassVar[str] = "plain sequential fine-tuning, no memory (Enc-Dec baseline)"
-    Options = NoOptions
+    Options = SeqOptions
 
-    def __init__(self, context: StrategyContext, options: NoOptions | None = None) -> None:
-        self.model = context.model
-        self.optimizer = make_optimizer(self.model, context.lr)
+    def __init__(self, context: StrategyContext, options: SeqOptions | None = None) -> None:
+        options = options or SeqOptions()
+        self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        self.parts = Components(trainer=self.trainer)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One optimiser step on the batch."""
-        return {"loss": train_step(self.model, self.optimizer, batch)}
+        return {"loss": self.trainer.step(batch)}
 
     def predict(self, batch: Batch) -> torch.Tensor:
-        """Logits (b, num_labels) of the current model."""
-        return predict_scores(self.model, batch)
+        """Row scores of the current model."""
+        return self.trainer.predict(batch)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Model and optimiser state."""
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore model and optimiser state."""
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    load_state_dict = delegated("load_state_dict")

@@ -1,46 +1,43 @@
-"""Streams: examples, tasks and task streams, their loaders, task orders and bundled samples."""
+"""Streams: data only. Examples, tasks and task streams, their loaders, orders and samples.
 
-from streams.core import Example, Task, TaskStream, batches
-from streams.fewrel import (
-    cluster_relations,
-    fewrel_stream,
-    hashed_bag_of_words,
-    relation_names,
-)
-from streams.qa import (
-    QA_DATASETS,
-    QA_ORDERS,
-    QAFeatures,
-    QAFeaturizer,
-    best_spans,
-    qa_stream,
-    squad_scores,
-)
-from streams.text_classification import (
-    DATASETS,
-    ORDERS,
+Nothing here tokenises or scores: how an example becomes model input is a task kind's business
+(`lifelong.tasks`). `build_stream` builds any of the three streams from a `StreamSpec`.
+"""
+
+from streams.core import (
     DataFormatError,
-    text_classification_stream,
+    Example,
+    Task,
+    TaskStream,
+    UnknownNameError,
+    batches,
+    sample_examples,
 )
+from streams.fewrel import cluster_relations, fewrel_stream, hashed_bag_of_words, relation_names
+from streams.qa import QA_DATASETS, QA_ORDERS, qa_stream
+from streams.registry import STREAMS, StreamSpec, build_stream, check_stream
+from streams.text_classification import DATASETS, ORDERS, text_classification_stream
 
 __all__ = [
     "DATASETS",
     "ORDERS",
     "QA_DATASETS",
     "QA_ORDERS",
-    "QAFeatures",
-    "QAFeaturizer",
+    "STREAMS",
     "DataFormatError",
     "Example",
+    "StreamSpec",
     "Task",
     "TaskStream",
+    "UnknownNameError",
     "batches",
-    "best_spans",
+    "build_stream",
+    "check_stream",
     "cluster_relations",
     "fewrel_stream",
     "hashed_bag_of_words",
     "qa_stream",
     "relation_names",
-    "squad_scores",
+    "sample_examples",
     "text_classification_stream",
 ]

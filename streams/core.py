@@ -1,11 +1,28 @@
-"""The data model every stream shares: `Example`, `Task` and `TaskStream`."""
+"""The data model every stream shares (`Example`, `Task`, `TaskStream`) and its loading path.
+
+Every stream family reads its datasets through `load_task`: each split's file is read and
+validated by the family's reader, then sampled with `sample_examples` from a seed derived from
+(run seed, dataset, split), so a dataset's sample does not depend on the task order.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+import logging
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class DataFormatError(ValueError):
+    """A data file is missing or does not have the expected layout (the message names it)."""
+
+
+class UnknownNameError(ValueError):
+    """A dataset, order or stream name that does not exist (the message lists the valid ones)."""
 
 
 @dataclass(frozen=True)
@@ -145,20 +162,77 @@ def resolve_order(
         family: Prefix for error messages (e.g. ``"QA "``).
 
     Raises:
-        KeyError: An unknown dataset or order (named, with the valid ones).
+        UnknownNameError: An unknown dataset or order (named, with the valid ones).
         ValueError: A dataset listed twice.
 
     """
     if tasks:
         unknown = [t for t in tasks if t not in datasets]
         if unknown:
-            raise KeyError(
-                f"unknown {family}datasets {unknown}; expected names from {sorted(datasets)}"
+            raise UnknownNameError(
+                f"unknown {family}dataset{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(unknown)}; expected names from {', '.join(sorted(datasets))}"
             )
         if len(set(tasks)) != len(tasks):
             raise ValueError(f"a dataset appears twice in {list(tasks)}")
         return tuple(tasks)
     order = order or "i"
     if order not in orders:
-        raise KeyError(f"unknown {family}order {order!r}; expected one of {sorted(orders)}")
+        raise UnknownNameError(
+            f"unknown {family}order {order!r}; expected one of {', '.join(sorted(orders))}"
+        )
     return orders[order]
+
+
+def sample_examples(
+    examples: Sequence[Example], size: int | None, *, seed: int, where: str
+) -> tuple[Example, ...]:
+    """Draw ``size`` examples without replacement with a seeded generator (all if ``None``).
+
+    Raises:
+        ValueError: ``size`` exceeds the number of examples available (naming ``where``).
+
+    """
+    if size is None:
+        return tuple(examples)
+    if size > len(examples):
+        raise ValueError(f"{where}: asked for {size} examples but the file has {len(examples)}")
+    picked = np.random.default_rng(seed).choice(len(examples), size=size, replace=False)
+    return tuple(examples[i] for i in np.sort(picked))
+
+
+Reader = Callable[[Path, str], list[Example]]
+"""Reads and validates one split's file: ``read(path, split) -> examples`` (split: train/test)."""
+
+
+def load_task(
+    name: str,
+    labels: tuple[int, ...],
+    files: Mapping[str, Path],
+    read: Reader,
+    *,
+    sizes: Mapping[str, int | None],
+    seed: int,
+    index: int,
+) -> Task:
+    """Load one dataset as a task: read each split, then sample it reproducibly.
+
+    Args:
+        name: The task's name.
+        labels: Its label ids in the stream's label space.
+        files: The ``"train"`` and ``"test"`` files.
+        read: The family's reader.
+        sizes: Examples to sample per split (``None``: all).
+        seed: The run's sampling seed.
+        index: The dataset's position in its family (seeds differ between datasets).
+
+    """
+    splits = {}
+    for split, path in files.items():
+        examples = read(path, split)
+        split_seed = seed * 1000 + index * 10 + (split == "test")
+        splits[split] = sample_examples(
+            examples, sizes.get(split), seed=split_seed, where=str(path)
+        )
+    log.info("%s: %d train / %d test", name, len(splits["train"]), len(splits["test"]))
+    return Task(name, labels, splits["train"], splits["test"])

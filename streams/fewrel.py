@@ -30,25 +30,25 @@ two of the line's (possibly unseen) candidates when none survives; we never show
 during training. A training example of a first task whose cluster holds a single relation thus has
 the gold as its only candidate. **Test** examples keep all the candidates of their line.
 
-Run ``python -m streams.fewrel --write-sample [DIR]`` to rewrite the bundled sample.
+The bundled sample is written by ``python -m tools.samplegen fewrel``.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
-import random
 import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from streams.core import Example, Task, TaskStream
-from streams.text_classification import DataFormatError, sample_examples
+from streams.core import DataFormatError, Example, Task, TaskStream, sample_examples
+
+if TYPE_CHECKING:
+    from streams.registry import StreamSpec
 
 log = logging.getLogger(__name__)
 
@@ -524,482 +524,29 @@ def fewrel_stream(
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# The bundled sample
-# ---------------------------------------------------------------------------------------------
+def from_spec(spec: StreamSpec) -> TaskStream:
+    """The lifelong-FewRel stream a `StreamSpec` describes.
 
-SAMPLE_TRAIN_PER_RELATION = 16
-SAMPLE_TEST_PER_RELATION = 6
-SAMPLE_NEGATIVES = 10
+    Sizes count sentences per cluster (``None``: all). Relation names are embedded for the
+    clustering by ``spec.glove`` if given, else by ``spec.embed`` (the run's key encoder).
 
-_LEXICON: dict[str, tuple[str, ...]] = {
-    "person": (
-        "anna berger",
-        "tomas kovac",
-        "lena marsh",
-        "jonas eriksen",
-        "maria castell",
-        "peter holm",
-        "sofia lindqvist",
-        "daniel okafor",
-        "clara weiss",
-        "ivan petrov",
-        "helen doyle",
-        "marco bellini",
-        "ruth adler",
-        "samuel grant",
-        "nadia farouk",
-        "oskar brandt",
-        "julia moreno",
-        "viktor hale",
-        "emma sorensen",
-        "leo fischer",
-    ),
-    "city": (
-        "lisbon",
-        "krakow",
-        "porto",
-        "gdansk",
-        "bergen",
-        "lyon",
-        "graz",
-        "turin",
-        "leeds",
-        "utrecht",
-        "bilbao",
-        "brno",
-        "tampere",
-        "malmo",
-        "ghent",
-        "seville",
-        "dresden",
-        "cork",
-    ),
-    "country": (
-        "portugal",
-        "poland",
-        "norway",
-        "france",
-        "austria",
-        "italy",
-        "spain",
-        "finland",
-        "sweden",
-        "belgium",
-        "ireland",
-        "chile",
-        "canada",
-        "kenya",
-        "japan",
-        "peru",
-    ),
-    "year": tuple(str(y) for y in range(1871, 2016, 7)),
-    "company": (
-        "norvex systems",
-        "halden steel",
-        "brightwave media",
-        "corvin motors",
-        "altamira foods",
-        "kestrel aerospace",
-        "lumen pharma",
-        "oakridge software",
-        "vantor logistics",
-        "silvermark bank",
-    ),
-    "book": (
-        "the silent harbor",
-        "a winter of glass",
-        "the cartographer 's daughter",
-        "letters from the north",
-        "the iron orchard",
-        "beneath the salt",
-        "the last lantern",
-        "a map of small things",
-    ),
-    "film": (
-        "red meridian",
-        "the long crossing",
-        "paper moons",
-        "night at the quarry",
-        "the seventh tide",
-        "a house of mirrors",
-        "the drowned valley",
-        "summer static",
-    ),
-    "album": (
-        "neon harvest",
-        "echoes of june",
-        "low orbit",
-        "the glass garden",
-        "midnight ferry",
-        "wild current",
-        "hollow crown",
-        "static bloom",
-    ),
-    "label": (
-        "blue fern",
-        "northlight",
-        "copperhead",
-        "saltmarsh",
-        "velvet anchor",
-        "greywater",
-    ),
-    "party": (
-        "liberal",
-        "social democratic",
-        "green",
-        "conservative",
-        "labour",
-        "centre",
-    ),
-    "river": (
-        "arlen",
-        "dovra",
-        "keswin",
-        "morava",
-        "tessel",
-        "orvin",
-        "luzna",
-        "brena",
-        "calder",
-        "vesna",
-    ),
-    "star": (
-        "hd 4211",
-        "gliese 318",
-        "kappa lyrae b",
-        "hr 7022",
-        "zeta minor",
-        "hip 55120",
-        "sigma arae",
-        "hd 90871",
-    ),
-    "constellation": (
-        "orion",
-        "lyra",
-        "cygnus",
-        "draco",
-        "cassiopeia",
-        "pegasus",
-        "perseus",
-        "aquila",
-    ),
-    "sport": ("football", "basketball", "tennis", "volleyball", "rugby", "handball", "hockey"),
-    "team": (
-        "fc arlen",
-        "porto rovers",
-        "bergen united",
-        "lyon athletic",
-        "graz lions",
-        "turin comets",
-    ),
-    "instrument": ("violin", "cello", "saxophone", "drums", "piano", "trumpet", "bass guitar"),
-    "game": (
-        "star forge",
-        "dungeon drift",
-        "tiny kingdoms",
-        "rally storm",
-        "puzzle harbor",
-        "iron legion",
-    ),
-    "nationality": (
-        "portuguese",
-        "polish",
-        "norwegian",
-        "french",
-        "austrian",
-        "italian",
-        "spanish",
-        "finnish",
-        "swedish",
-        "belgian",
-    ),
-    "landmark": (
-        "the old fortress",
-        "mount keller",
-        "the grey lake",
-        "saint anne 's abbey",
-        "the national park",
-        "the stone bridge",
-    ),
-}
-"""Slot values of the sample's templates (invented titles and names, real place names)."""
-
-_RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "place of birth",
-        (
-            "{person} was born in {city} in {year} .",
-            "born in {city} , {person} later moved to {city#2} .",
-            "{person} ( born {year} in {city} ) is a painter .",
-            "the birth place of {person} is {city} , where {person} was born in {year} .",
-        ),
-    ),
-    (
-        "place of death",
-        (
-            "{person} died in {city} in {year} .",
-            "{person} died at home in {city} after a long illness .",
-            "in {year} {person} died in a hospital in {city} .",
-            "{person} spent the last years in {city} , where {person} died .",
-        ),
-    ),
-    (
-        "employer",
-        (
-            "{person} works for {company} as an engineer .",
-            "{person} was employed by {company} from {year} .",
-            "{person} joined {company} , where {person} worked as a manager .",
-            "after university , {person} was hired by {company} .",
-        ),
-    ),
-    (
-        "spouse",
-        (
-            "{person} married {person#2} in {year} .",
-            "{person} and {person#2} were married in {city} .",
-            "{person} is the wife of {person#2} .",
-            "{person} met the future husband {person#2} in {city} ; they married in {year} .",
-        ),
-    ),
-    (
-        "located in country",
-        (
-            "{city} is a town located in {country} .",
-            "{landmark} is located in the north of {country} .",
-            "{landmark} lies in {country} , near the border .",
-            "the village of {city} is located in southern {country} .",
-        ),
-    ),
-    (
-        "author",
-        (
-            '" {book} " is a novel written by {person} .',
-            '{person} is the author of " {book} " , published in {year} .',
-            '" {book} " , written by {person} , won a prize in {year} .',
-            'the novelist {person} wrote " {book} " in {city} .',
-        ),
-    ),
-    (
-        "director",
-        (
-            '" {film} " is a {year} film directed by {person} .',
-            '{person} directed the film " {film} " .',
-            'the director of " {film} " , {person} , shot it in {city} .',
-            '" {film} " was directed by {person} and premiered in {year} .',
-        ),
-    ),
-    (
-        "composer",
-        (
-            'the music for " {film} " was composed by {person} .',
-            '{person} composed the score of " {film} " .',
-            'the soundtrack of " {film} " , composed by {person} , was released in {year} .',
-            'the composer {person} wrote the music of " {film} " .',
-        ),
-    ),
-    (
-        "record label",
-        (
-            'the band released the album " {album} " on {label} records in {year} .',
-            '" {album} " was released by the record label {label} records .',
-            'the group signed with the label {label} records , which released " {album} " .',
-            '{label} records issued the record " {album} " in {year} .',
-        ),
-    ),
-    (
-        "father",
-        (
-            "{person} is the father of {person#2} .",
-            "{person#2} was the son of {person} , a merchant from {city} .",
-            "{person#2} 's father , {person} , was a doctor .",
-            "{person} , father of {person#2} , died in {year} .",
-        ),
-    ),
-    (
-        "mother",
-        (
-            "{person} is the mother of {person#2} .",
-            "{person#2} 's mother , {person} , was a teacher in {city} .",
-            "{person#2} was raised by the mother , {person} .",
-            "{person} , mother of {person#2} , was born in {year} .",
-        ),
-    ),
-    (
-        "sibling",
-        (
-            "{person} is the brother of {person#2} .",
-            "{person} and the sister {person#2} grew up in {city} .",
-            "{person} and {person#2} are siblings .",
-            "{person} , the younger brother of {person#2} , became a lawyer .",
-        ),
-    ),
-    (
-        "member of political party",
-        (
-            "{person} is a member of the {party} party .",
-            "{person} joined the {party} party in {year} .",
-            "{person} was elected to parliament as a member of the {party} party .",
-            "as a {party} party politician , {person} served as mayor of {city} .",
-        ),
-    ),
-    (
-        "tributary",
-        (
-            "the {river} river is a tributary of the {river#2} river .",
-            "the {river#2} river has a tributary , the {river} .",
-            "the {river} is a small tributary that flows into the {river#2} near {city} .",
-            "tributaries of the {river#2} include the {river} river .",
-        ),
-    ),
-    (
-        "constellation",
-        (
-            "{star} is a star in the constellation {constellation} .",
-            "{star} lies in the constellation of {constellation} .",
-            "the star {star} can be seen in the constellation {constellation} .",
-            "{star} is a faint star of the constellation {constellation} .",
-        ),
-    ),
-    (
-        "headquarters location",
-        (
-            "{company} is headquartered in {city} .",
-            "the headquarters of {company} are located in {city} .",
-            "{company} moved its headquarters to {city} in {year} .",
-            "{company} , with headquarters in {city} , employs thousands .",
-        ),
-    ),
-    (
-        "sport",
-        (
-            "{person} is a professional {sport} player .",
-            "{team} is a {sport} club founded in {year} .",
-            "{person} played {sport} for {team} .",
-            "the sport of {sport} made {person} famous .",
-        ),
-    ),
-    (
-        "instrument",
-        (
-            "{person} plays the {instrument} in the orchestra .",
-            "{person} is a {instrument} player from {city} .",
-            "the musician {person} played the {instrument} on every album .",
-            "{person} learned the {instrument} at the age of six .",
-        ),
-    ),
-    (
-        "publisher",
-        (
-            '" {game} " is a video game published by {company} .',
-            '{company} published " {game} " in {year} .',
-            'the publisher of " {game} " , {company} , announced a sequel .',
-            '" {game} " was published by {company} for consoles .',
-        ),
-    ),
-    (
-        "country of citizenship",
-        (
-            "{person} is a {nationality} citizen .",
-            "{person} holds {nationality} citizenship .",
-            "{person} became a {nationality} citizen in {year} .",
-            "{person} , a citizen of {country} , lives in {city} .",
-        ),
-    ),
-)
-"""The sample's relations (1-indexed in file order) and templates; each template uses the
-relation's own cue words, so a small model can learn the relation from a few sentences."""
-
-_SLOT = re.compile(r"\{([a-z]+)(#\d+)?\}")
-
-
-def _fill(template: str, rng: random.Random) -> str:
-    """Fill ``{slot}`` / ``{slot#2}`` from `_LEXICON`; ``#n`` draws a value the row lacks."""
-    drawn: dict[tuple[str, str], str] = {}
-
-    def value(match: re.Match[str]) -> str:
-        key = (match.group(1), match.group(2) or "")
-        if key not in drawn:
-            used = {v for (slot, _), v in drawn.items() if slot == key[0]}
-            drawn[key] = rng.choice([v for v in _LEXICON[key[0]] if v not in used])
-        return drawn[key]
-
-    return _SLOT.sub(value, template)
-
-
-def _sample_sentences(templates: Sequence[str], n: int, rng: random.Random) -> list[str]:
-    sentences: dict[str, None] = {}
-    for _ in range(100 * n):
-        if len(sentences) == n:
-            return list(sentences)
-        sentences.setdefault(_fill(rng.choice(templates), rng), None)
-    raise RuntimeError(f"the templates {templates[0]!r}... cannot supply {n} distinct sentences")
-
-
-def _sample_line(gold: int, sentence: str, rng: random.Random) -> str:
-    # As in the real files: 1-indexed ids, the gold listed among its negatives at a random
-    # place, a space after the last id, and " \t" after the sentence.
-    others = [r for r in range(1, len(_RELATIONS) + 1) if r != gold]
-    ids = [*rng.sample(others, SAMPLE_NEGATIVES), gold]
-    rng.shuffle(ids)
-    return f"{gold}\t{' '.join(map(str, ids))} \t{sentence} \t\n"
-
-
-def write_fewrel_sample(root: str | Path, seed: int = 0) -> None:
-    """Write the project-written sample in the real layout under ``root``, atomically per file.
-
-    ``relation_name.txt`` names 20 relations (``///name`` as in the real file); every relation
-    gets `SAMPLE_TRAIN_PER_RELATION` training and `SAMPLE_TEST_PER_RELATION` test sentences from
-    its templates (no sentence repeated), each line listing `SAMPLE_NEGATIVES` negatives drawn
-    from the other relations; lines are shuffled. The files depend only on ``seed``.
-    """
-    from lifelong.utils import atomic_write_text  # imports torch: only when writing
-
-    root = Path(root)
-    rng = random.Random(f"fewrel-sample:{seed}")
-    n_train, n_test = SAMPLE_TRAIN_PER_RELATION, SAMPLE_TEST_PER_RELATION
-    train: list[str] = []
-    test: list[str] = []
-    for gold, (_, templates) in enumerate(_RELATIONS, start=1):
-        sentences = _sample_sentences(templates, n_train + n_test, rng)
-        train += [_sample_line(gold, s, rng) for s in sentences[:n_train]]
-        test += [_sample_line(gold, s, rng) for s in sentences[n_train:]]
-    rng.shuffle(train)
-    rng.shuffle(test)
-    contents = {
-        RELATION_FILE: "".join(f"///{name}\n" for name, _ in _RELATIONS),
-        TRAIN_FILE: "".join(train),
-        TEST_FILE: "".join(test),
-    }
-    for name, text in contents.items():
-        atomic_write_text(root / name, text)
-        os.chmod(root / name, 0o644)  # the temporary file was private
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: ``python -m streams.fewrel --write-sample [DIR] [--seed N]``.
-
-    Args:
-        argv: Arguments (``sys.argv[1:]`` if ``None``).
+    Raises:
+        ValueError: ``spec.tasks`` is given (FewRel's tasks are relation clusters: choose their
+            number and order with ``fewrel_tasks`` and ``cluster_order``), or no embedding.
 
     """
-    parser = argparse.ArgumentParser(description="The lifelong FewRel benchmark.")
-    parser.add_argument(
-        "--write-sample",
-        nargs="?",
-        const=SAMPLE_DIR,
-        type=Path,
-        metavar="DIR",
-        help=f"write the bundled sample into DIR (default {SAMPLE_DIR})",
+    if spec.tasks:
+        raise ValueError(
+            "FewRel's tasks are K-means clusters of the relations, not named datasets: set "
+            "fewrel_tasks (how many) and cluster_order (their shuffled order) instead of tasks"
+        )
+    return fewrel_stream(
+        data_dir=spec.data_dir,
+        n_tasks=spec.fewrel_tasks,
+        seed=spec.seed,
+        order_seed=spec.cluster_order,
+        embed=None if spec.glove else spec.embed,
+        glove=spec.glove,
+        train_size=spec.train_size,
+        test_size=spec.test_size,
     )
-    parser.add_argument("--seed", type=int, default=0, help="sample generator seed")
-    args = parser.parse_args(argv)
-    if args.write_sample is None:
-        parser.error("nothing to do: give --write-sample [DIR]")
-    write_fewrel_sample(args.write_sample, seed=args.seed)
-    for name in (RELATION_FILE, TRAIN_FILE, TEST_FILE):
-        print(f"wrote {args.write_sample / name}")
-
-
-if __name__ == "__main__":
-    main()

@@ -8,16 +8,23 @@ and Amazon share the five rating classes (4 + 5 + 14 + 10).
 from __future__ import annotations
 
 import csv
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from streams.core import (
+    DataFormatError,
+    Example,
+    Task,
+    TaskStream,
+    UnknownNameError,
+    load_task,
+    resolve_order,
+)
 
-from streams.core import Example, Task, TaskStream, resolve_order
-
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from streams.registry import StreamSpec
 
 SAMPLE_DIR = Path(__file__).parent / "samples" / "text_classification"
 """The bundled sample: every dataset in the real layout, a few hundred rows each."""
@@ -129,10 +136,6 @@ ORDERS: dict[str, tuple[str, ...]] = {
 """The four task orders of de Masson d'Autume et al. (2019), used by every later paper."""
 
 
-class DataFormatError(ValueError):
-    """A data file is missing or does not have the expected layout."""
-
-
 def read_csv(path: Path, spec: DatasetSpec) -> list[Example]:
     """Read and validate every row of one Zhang et al. CSV file.
 
@@ -188,24 +191,7 @@ def _join_text(fields: Sequence[str]) -> str:
     return " ".join(p for p in parts if p)
 
 
-def sample_examples(
-    examples: Sequence[Example], size: int | None, *, seed: int, where: str
-) -> tuple[Example, ...]:
-    """Draw ``size`` examples without replacement with a seeded generator (all if ``None``).
-
-    Raises:
-        ValueError: ``size`` exceeds the number of examples available.
-
-    """
-    if size is None:
-        return tuple(examples)
-    if size > len(examples):
-        raise ValueError(f"{where}: asked for {size} examples but the file has {len(examples)}")
-    picked = np.random.default_rng(seed).choice(len(examples), size=size, replace=False)
-    return tuple(examples[i] for i in np.sort(picked))
-
-
-def load_task(
+def load_dataset(
     name: str,
     data_dir: str | Path | None = None,
     *,
@@ -225,19 +211,25 @@ def load_task(
     Returns:
         The task, its labels in the merged 33-class space.
 
+    Raises:
+        UnknownNameError: ``name`` is not a dataset.
+
     """
     if name not in DATASETS:
-        raise KeyError(f"unknown dataset {name!r}; expected one of {sorted(DATASETS)}")
+        raise UnknownNameError(
+            f"unknown dataset {name!r}; expected one of {', '.join(sorted(DATASETS))}"
+        )
     spec = DATASETS[name]
     folder = Path(data_dir if data_dir is not None else SAMPLE_DIR) / spec.folder
-    splits = {}
-    for split, size in (("train", train_size), ("test", test_size)):
-        path = folder / f"{split}.csv"
-        examples = read_csv(path, spec)
-        split_seed = seed * 1000 + list(DATASETS).index(name) * 10 + (split == "test")
-        splits[split] = sample_examples(examples, size, seed=split_seed, where=str(path))
-    log.info("%s: %d train / %d test", name, len(splits["train"]), len(splits["test"]))
-    return Task(name, spec.labels, splits["train"], splits["test"])
+    return load_task(
+        name,
+        spec.labels,
+        {split: folder / f"{split}.csv" for split in ("train", "test")},
+        lambda path, split: read_csv(path, spec),
+        sizes={"train": train_size, "test": test_size},
+        seed=seed,
+        index=list(DATASETS).index(name),
+    )
 
 
 def resolve_tasks(order: str | None = None, tasks: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -276,11 +268,30 @@ def text_classification_stream(
     """
     names = resolve_tasks(order, tasks)
     loaded = tuple(
-        load_task(n, data_dir, train_size=train_size, test_size=test_size, seed=seed) for n in names
+        load_dataset(n, data_dir, train_size=train_size, test_size=test_size, seed=seed)
+        for n in names
     )
     source = "bundled sample" if data_dir is None else str(data_dir)
     return TaskStream(
         loaded,
         merged_label_names(),
         description=f"text classification ({source}): " + " -> ".join(names),
+    )
+
+
+def from_spec(spec: StreamSpec) -> TaskStream:
+    """The stream a `StreamSpec` describes; real data defaults to the paper's sizes.
+
+    With a ``data_dir`` and no size given, each dataset is sampled to the paper's 115,000
+    training and 7,600 test examples (de Masson d'Autume et al., 2019, §4.1); the bundled sample
+    is read whole.
+    """
+    real = spec.data_dir is not None
+    return text_classification_stream(
+        spec.order,
+        tasks=spec.tasks,
+        data_dir=spec.data_dir,
+        train_size=spec.train_size or (PAPER_TRAIN_SIZE if real else None),
+        test_size=spec.test_size or (PAPER_TEST_SIZE if real else None),
+        seed=spec.seed,
     )

@@ -1,4 +1,4 @@
-"""Shared fixtures: a tiny random BERT, its collator, and a tiny stream."""
+"""Shared fixtures: a tiny random BERT, the classification task kind over it, a tiny stream."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import pytest
 import torch
 
 from lifelong.encoders import load_encoder, load_tokenizer
-from lifelong.heads import ClassificationHead
-from lifelong.model import Classifier, Collator
+from lifelong.model import Classifier
 from lifelong.strategy import StrategyContext
+from lifelong.tasks import TaskSettings, build_task
 from streams import Example, Task, TaskStream
 
 torch.set_num_threads(2)
+
+LABELS = ("apple", "river", "guitar", "planet")
 
 
 @pytest.fixture(scope="session")
@@ -19,25 +21,35 @@ def tokenizer():
     return load_tokenizer("tiny")
 
 
+def classification(tokenizer, labels=LABELS, max_length: int = 32):
+    """The classification task kind over ``labels`` (rows of at most ``max_length`` tokens)."""
+    return build_task("classification", tokenizer, labels, TaskSettings(max_length=max_length))
+
+
 @pytest.fixture
-def collator(tokenizer):
-    return Collator(tokenizer, max_length=32)
+def task(tokenizer):
+    return classification(tokenizer)
 
 
-def tiny_classifier(num_labels: int = 4, seed: int = 0) -> Classifier:
+def tiny_classifier(num_labels: int = 4, seed: int = 0, task=None) -> Classifier:
+    """The tiny random BERT with a fresh head (the task kind's, when given)."""
     encoder = load_encoder("tiny", seed=seed)
     torch.manual_seed(seed)
+    if task is not None:
+        return Classifier(encoder, task.head(encoder.hidden_size), task=task)
+    from lifelong.heads import ClassificationHead
+
     return Classifier(encoder, ClassificationHead(encoder.hidden_size, num_labels))
 
 
 @pytest.fixture
-def context(collator):
-    return StrategyContext(tiny_classifier(), collator, num_labels=4, lr=1e-3, batch_size=4)
+def context(task):
+    return StrategyContext(tiny_classifier(), task, lr=1e-3, batch_size=4)
 
 
 def toy_stream(n_train: int = 16, n_test: int = 8) -> TaskStream:
     """Two tasks, two labels each, with a word per label that gives the label away."""
-    words = ["apple", "river", "guitar", "planet"]
+    words = list(LABELS)
 
     def examples(label: int, n: int, split: str) -> tuple[Example, ...]:
         return tuple(
@@ -50,7 +62,7 @@ def toy_stream(n_train: int = 16, n_test: int = 8) -> TaskStream:
         train = sum((examples(y, n_train // 2, "train") for y in labels), ())
         test = sum((examples(y, n_test // 2, "test") for y in labels), ())
         tasks.append(Task(f"task{t}", labels, train, test))
-    return TaskStream(tuple(tasks), ("apple", "river", "guitar", "planet"))
+    return TaskStream(tuple(tasks), LABELS)
 
 
 @pytest.fixture

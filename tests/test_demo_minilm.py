@@ -2,8 +2,8 @@
 
 import pytest
 
-from lifelong.config import DEMO_CONFIG, load_yaml
-from lifelong.runs import run
+from lifelong.experiment.config import DEMO_CONFIG, load_yaml
+from lifelong.experiment.runs import run
 
 pytestmark = pytest.mark.slow
 

@@ -6,8 +6,8 @@ The README's table runs the full sample (300 train / 100 test per dataset); thes
 
 import pytest
 
-from lifelong.config import DEMO_CONFIG, load_yaml
-from lifelong.runs import run
+from lifelong.experiment.config import DEMO_CONFIG, load_yaml
+from lifelong.experiment.runs import run
 
 pytestmark = pytest.mark.slow
 

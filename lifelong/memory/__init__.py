@@ -1,4 +1,4 @@
-"""Episodic memory: the key-value store, its write policies, and the frozen key network."""
+"""Episodic memory: the key-value store of whole examples, write policies, the key network."""
 
 from lifelong.memory.episodic import EpisodicMemory, MemoryFileError, MemoryItems
 from lifelong.memory.keys import KeyEncoder
@@ -11,10 +11,12 @@ from lifelong.memory.policies import (
     WritePolicy,
     make_policy,
 )
+from lifelong.memory.records import ExampleRecords
 
 __all__ = [
     "DiversityWrite",
     "EpisodicMemory",
+    "ExampleRecords",
     "KeyEncoder",
     "MemoryFileError",
     "MemoryItems",

@@ -1,8 +1,10 @@
 """`EpisodicMemory`: a key-value store over a FAISS index, shared by every replay strategy.
 
-Keys are vectors from a frozen key network; values are examples stored compactly as token-id rows
-and label arrays (never pickled Python objects). Reads are uniform sampling (replay) and k-nearest
-neighbours under L2 distance (local adaptation).
+Keys are vectors from a frozen key network, one per example; values are whole examples stored
+compactly as named int32 fields (`ExampleRecords`: token ids, labels, candidates, answer spans;
+never pickled Python objects). Every count the strategies use (size, write rate, samples,
+neighbours) is a count of examples. Reads are uniform sampling (replay) and k-nearest neighbours
+under L2 distance (local adaptation).
 """
 
 from __future__ import annotations
@@ -10,19 +12,22 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import faiss
 import numpy as np
 
+from lifelong.files import atomic_write_bytes
 from lifelong.memory.policies import WriteAll, WritePolicy, policy_from_state
-from lifelong.utils import atomic_write_bytes
+from lifelong.memory.records import ExampleRecords, RaggedStore
+
+if TYPE_CHECKING:
+    import faiss
 
 FORMAT = "lifelong.episodic_memory"
-VERSION = 1
+VERSION = 2
 
 KeySource = np.ndarray | Callable[[np.ndarray], np.ndarray]
 """Keys for the incoming examples: an array (n, d), or a function from chosen indices to keys,
@@ -39,18 +44,19 @@ class MemoryItems:
 
     Attributes:
         slots: The memory slots read, shape (n,).
-        tokens: Token-id rows (int32), one per slot, unpadded.
-        labels: Labels, shape (n, *label_shape).
+        examples: The stored examples, one per slot.
 
     """
 
     slots: np.ndarray
-    tokens: list[np.ndarray]
-    labels: np.ndarray
+    examples: ExampleRecords
+
+    def __len__(self) -> int:
+        return len(self.slots)
 
 
 class EpisodicMemory:
-    """A growable key-value episodic memory with a FAISS index over its keys.
+    """A growable key-value episodic memory of whole examples with a FAISS index over its keys.
 
     Args:
         key_dim: Width of the keys.
@@ -77,9 +83,7 @@ class EpisodicMemory:
         self.rng = np.random.default_rng(seed)
         self._size = 0
         self._keys = np.zeros((0, key_dim), dtype=np.float32)
-        self._tokens = np.zeros((0, 0), dtype=np.int32)  # (capacity, longest row), right-padded
-        self._lengths = np.zeros(0, dtype=np.int32)
-        self._labels: np.ndarray | None = None
+        self._fields: dict[str, RaggedStore] = {}
         self._index: faiss.Index | None = None
         self._indexed = 0  # keys [0, _indexed) are in the index and unchanged since
 
@@ -93,30 +97,39 @@ class EpisodicMemory:
         view.flags.writeable = False
         return view
 
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        """The fields of the stored examples (empty until the first write)."""
+        return tuple(self._fields)
+
+    def nbytes(self) -> int:
+        """Bytes held by the stored examples and keys."""
+        values = sum(4 * int(store.length[: self._size].sum()) for store in self._fields.values())
+        return values + int(self._keys[: self._size].nbytes)
+
     # -- writing ---------------------------------------------------------------------------
-    def write(
-        self, tokens: Sequence[np.ndarray], labels: np.ndarray, keys: KeySource
-    ) -> np.ndarray:
+    def write(self, examples: ExampleRecords, keys: KeySource) -> np.ndarray:
         """Offer examples to memory; the write policy decides which are stored.
 
         Args:
-            tokens: Unpadded token-id rows, one per example.
-            labels: Labels, shape (n,) or (n, *label_shape).
+            examples: The incoming examples, compactly (one record each).
             keys: Keys (n, key_dim), or a function from chosen indices to their keys.
 
         Returns:
             The slots written, shape (m,).
 
         """
-        labels = np.asarray(labels, dtype=np.int64)
-        if len(tokens) != len(labels):
-            raise ValueError(f"write got {len(tokens)} token rows but {len(labels)} labels")
+        n = len(examples)
+        if self._fields and examples.names != self.field_names and n:
+            raise ValueError(
+                f"examples with fields {examples.names} cannot join a memory of {self.field_names}"
+            )
         if getattr(self.policy, "needs_keys", False):  # e.g. diversity: decides by the keys
-            keys = np.asarray(keys(np.arange(len(labels))) if callable(keys) else keys)
-            nearest = self.nearest(keys, 1)[0][:, 0] if self._size else np.full(len(labels), np.inf)
+            keys = np.asarray(keys(np.arange(n)) if callable(keys) else keys)
+            nearest = self.nearest(keys, 1)[0][:, 0] if self._size else np.full(n, np.inf)
             plan = self.policy.plan_keyed(keys, nearest, self._size, self.rng)
         else:
-            plan = self.policy.plan(len(labels), self._size, self.rng)
+            plan = self.policy.plan(n, self._size, self.rng)
         if len(plan.indices) == 0:
             return plan.slots
         chosen_keys = keys(plan.indices) if callable(keys) else np.asarray(keys)[plan.indices]
@@ -126,44 +139,32 @@ class EpisodicMemory:
                 f"keys must have shape ({len(plan.indices)}, {self.key_dim}), "
                 f"got {chosen_keys.shape}"
             )
-        self._store(
-            plan.slots, [tokens[i] for i in plan.indices], labels[plan.indices], chosen_keys
-        )
+        self._store(plan.slots, examples.select(plan.indices), chosen_keys)
         return plan.slots
 
-    def _store(
-        self, slots: np.ndarray, rows: list[np.ndarray], labels: np.ndarray, keys: np.ndarray
-    ) -> None:
+    def _store(self, slots: np.ndarray, examples: ExampleRecords, keys: np.ndarray) -> None:
         new_size = max(self._size, int(slots.max()) + 1)
         if new_size - self._size != int((slots >= self._size).sum()):
             raise ValueError("a write plan must append contiguously after the stored examples")
-        self._reserve(new_size, max(len(r) for r in rows), labels.shape[1:])
-        for slot, row in zip(slots, rows):
-            self._tokens[slot, : len(row)] = row
-            self._tokens[slot, len(row) :] = 0
-            self._lengths[slot] = len(row)
-        self._labels[slots] = labels
+        if not self._fields:
+            self._fields = {name: RaggedStore() for name in examples.names}
+        for name, store in self._fields.items():
+            store.put(slots, examples[name])
+        if new_size > len(self._keys):
+            grown = np.zeros((max(new_size, 2 * len(self._keys), 16), self.key_dim), np.float32)
+            grown[: len(self._keys)] = self._keys
+            self._keys = grown
         self._keys[slots] = keys
         overwritten = slots[slots < self._size]
         if len(overwritten):
             self._indexed = min(self._indexed, int(overwritten.min()))
         self._size = new_size
 
-    def _reserve(self, size: int, width: int, label_shape: tuple[int, ...]) -> None:
-        if self._labels is None:
-            self._labels = np.zeros((0, *label_shape), dtype=np.int64)
-        elif self._labels.shape[1:] != label_shape:
-            raise ValueError(
-                f"labels of shape {label_shape} do not match stored labels {self._labels.shape[1:]}"
-            )
-        capacity = len(self._lengths)
-        if size > capacity or width > self._tokens.shape[1]:
-            new_cap = max(size, 2 * capacity if size > capacity else capacity, 16)
-            new_width = max(width, self._tokens.shape[1])
-            self._tokens = _grow(self._tokens, (new_cap, new_width))
-            self._lengths = _grow(self._lengths, (new_cap,))
-            self._labels = _grow(self._labels, (new_cap, *label_shape))
-            self._keys = _grow(self._keys, (new_cap, self.key_dim))
+    def clear(self) -> None:
+        """Forget every stored example; the policy's counters restart, the generator goes on."""
+        self._size, self._fields, self._index, self._indexed = 0, {}, None, 0
+        self._keys = np.zeros((0, self.key_dim), dtype=np.float32)
+        self.policy.load_state({**self.policy.state(), "seen": 0, "written": 0, "novelty_sum": 0})
 
     # -- reading ---------------------------------------------------------------------------
     def get(self, slots: np.ndarray) -> MemoryItems:
@@ -173,9 +174,9 @@ class EpisodicMemory:
             raise IndexError(
                 f"slots must be in [0, {self._size}), got {slots.min()}..{slots.max()}"
             )
-        tokens = [self._tokens[s, : self._lengths[s]].copy() for s in slots]
-        labels = self._labels[slots] if self._labels is not None else np.zeros(0, np.int64)
-        return MemoryItems(slots, tokens, labels.copy())
+        return MemoryItems(
+            slots, ExampleRecords({k: store.get(slots) for k, store in self._fields.items()})
+        )
 
     def sample(self, n: int) -> MemoryItems:
         """Draw ``min(n, size)`` distinct stored examples uniformly at random."""
@@ -209,6 +210,8 @@ class EpisodicMemory:
         return distances, slots.astype(np.int64)
 
     def _synced_index(self) -> faiss.Index:
+        import faiss  # heavy: loaded on the first search, not when lifelong is imported
+
         if self._index is None or self._indexed < self._index.ntotal:
             self._index = faiss.index_factory(self.key_dim, self.index_spec, faiss.METRIC_L2)
             self._indexed = 0
@@ -227,25 +230,27 @@ class EpisodicMemory:
     def to_bytes(self) -> bytes:
         """The memory as the bytes `save` writes (for checkpoints holding several objects)."""
         n = self._size
-        lengths = self._lengths[:n]
-        flat = np.concatenate([self._tokens[i, : lengths[i]] for i in range(n)]) if n else []
         header = {
             "format": FORMAT,
             "version": VERSION,
             "key_dim": self.key_dim,
             "size": n,
+            "fields": list(self._fields),
             "index": self.index_spec,
             "policy": self.policy.state(),
             "rng": self.rng.bit_generator.state,
         }
+        arrays = {}
+        for name, store in self._fields.items():
+            store.compact()
+            arrays[f"values.{name}"] = store.flat()
+            arrays[f"lengths.{name}"] = store.length[:n].astype(np.int64)
         buf = io.BytesIO()
         np.savez(
             buf,
             header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
             keys=self._keys[:n],
-            tokens=np.asarray(flat, dtype=np.int32),
-            lengths=lengths,
-            labels=self._labels[:n] if self._labels is not None else np.zeros(0, np.int64),
+            **arrays,
         )
         return buf.getvalue()
 
@@ -278,29 +283,36 @@ class EpisodicMemory:
             raise MemoryFileError(
                 f"{path}: memory has keys of width {header['key_dim']}, expected {key_dim}"
             )
-        n, lengths = header["size"], arrays["lengths"]
-        if not (len(arrays["keys"]) == len(lengths) == len(arrays["labels"]) == n) or int(
-            lengths.sum()
-        ) != len(arrays["tokens"]):
+        n, names = header["size"], list(header.get("fields", []))
+        lengths = {k: arrays.get(f"lengths.{k}") for k in names}
+        values = {k: arrays.get(f"values.{k}") for k in names}
+        if (
+            len(arrays["keys"]) != n
+            or any(v is None or lengths[k] is None for k, v in values.items())
+            or any(len(lengths[k]) != n or int(lengths[k].sum()) != len(values[k]) for k in names)
+        ):
             raise MemoryFileError(f"{path}: arrays disagree with the header's size {n}")
         memory = cls(
             header["key_dim"], policy=policy_from_state(header["policy"]), index=header["index"]
         )
         memory.rng.bit_generator.state = header["rng"]
         if n:
-            rows = np.split(arrays["tokens"], np.cumsum(lengths)[:-1])
-            memory._store(np.arange(n), rows, arrays["labels"], arrays["keys"])
+            memory._fields = {k: RaggedStore.from_flat(values[k], lengths[k]) for k in names}
+            memory._keys = np.ascontiguousarray(arrays["keys"], dtype=np.float32).copy()
+            memory._size = n
         return memory
+
+    def state_dict(self) -> bytes:
+        """The memory as bytes (`to_bytes`), so that a memory is a strategy component."""
+        return self.to_bytes()
+
+    def load_state_dict(self, state: bytes) -> None:
+        """Restore this memory in place from what `state_dict` returned."""
+        self.__dict__.update(EpisodicMemory.from_bytes(state, key_dim=self.key_dim).__dict__)
 
     def state(self) -> dict[str, Any]:
         """A short description for logs: size, key width, policy."""
         return {"size": self._size, "key_dim": self.key_dim, "policy": self.policy.state()}
-
-
-def _grow(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    grown = np.zeros(shape, dtype=array.dtype)
-    grown[tuple(slice(0, s) for s in array.shape)] = array
-    return grown
 
 
 def _read_archive(data: bytes, path: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -309,7 +321,7 @@ def _read_archive(data: bytes, path: str) -> tuple[dict[str, np.ndarray], dict[s
             arrays = {name: archive[name] for name in archive.files}
     except (zipfile.BadZipFile, EOFError, OSError, ValueError) as err:
         raise MemoryFileError(f"{path}: truncated or corrupt memory file ({err})") from None
-    missing = {"header", "keys", "tokens", "lengths", "labels"} - set(arrays)
+    missing = {"header", "keys"} - set(arrays)
     if missing:
         raise MemoryFileError(f"{path}: not a lifelong memory file (missing {sorted(missing)})")
     try:

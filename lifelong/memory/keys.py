@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
-from lifelong.model import Batch
+if TYPE_CHECKING:
+    from lifelong.model import Batch
 
 
 class KeyEncoder:
     """A frozen copy of a pre-trained encoder whose [CLS] vector is the memory key.
+
+    One key per example: the task kind gives one key row per example (`TaskKind.key_rows`).
 
     MbPA++ keeps the key network fixed so that keys do not drift as the example encoder learns;
     this class copies the encoder it is given at construction and never updates the copy.
@@ -21,7 +25,7 @@ class KeyEncoder:
         encoder: The pre-trained encoder (copied; the original stays trainable).
         batch_size: Rows per forward pass when encoding many inputs.
         position: Key on this token's vector instead of the pooled [CLS] one (QA keys on the
-            first question token, position 1, as MbPA++ does).
+            first question token, position 1, as MbPA++ does, §3).
 
     """
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from lifelong.config import ConfigError
-from lifelong.sweep import load_sweep
+from lifelong.experiment.config import ConfigError
+from lifelong.experiment.sweep import load_sweep
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 CONFIGS = sorted(EXPERIMENTS.rglob("*.yaml"))
@@ -18,6 +18,8 @@ def test_there_are_paper_configs_and_a_smoke_set():
         "text_classification/mbpa_plus_plus.yaml",
         "text_classification/meta_mbpa.yaml",
         "text_classification/oml_er.yaml",
+        "qa/mbpa_plus_plus.yaml",
+        "fewrel/oml_er.yaml",
     } <= names
 
 
@@ -28,7 +30,7 @@ def test_every_experiment_config_loads(path):
     assert points and all(p.config.strategy in sweep.strategies for p in points)
     for point in points:  # each point's options build the strategy's options dataclass
         from lifelong import registry
-        from lifelong.strategy import parse_options
+        from lifelong.options import parse_options
 
         parse_options(registry.options_class(point.config.strategy), point.config.options_for())
 
@@ -60,3 +62,17 @@ def test_an_unknown_key_is_an_error_naming_it(tmp_path):
         path.write_text(bad)
         with pytest.raises(ConfigError, match=key):
             load_sweep(path)
+
+
+def test_qa_and_fewrel_configs_carry_their_papers_settings():
+    qa = load_sweep(EXPERIMENTS / "qa/mbpa_plus_plus.yaml")
+    config = qa.base
+    assert config.stream == "qa" and (config.max_length, config.doc_stride) == (384, 128)
+    assert (config.max_query_length, config.max_answer_length) == (64, 30)
+    fewrel = load_sweep(EXPERIMENTS / "fewrel/oml_er.yaml")
+    points = fewrel.points()
+    assert {p.config.cluster_order for p in points} == {0, 1, 2, 3, 4}  # orders: cluster orders
+    assert all(p.config.order == "i" for p in points)
+    oml = next(p.config for p in points if p.config.strategy == "oml-er")
+    assert oml.batch_size == 4 and oml.options_for()["replay_every"] == 1600
+    assert points[0].run_dir.name.endswith("_0_s0")

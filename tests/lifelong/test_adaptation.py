@@ -6,21 +6,19 @@ from torch import nn
 from lifelong.adaptation import AdaptationOptions, LocalAdapter, local_adapt, parse_scope
 from lifelong.replay import EpisodicWriter
 from lifelong.strategy import StrategyContext
-from tests.conftest import tiny_classifier, toy_stream
+from tests.conftest import classification, tiny_classifier, toy_stream
 
 
 @pytest.fixture(scope="module")
 def setup(tokenizer):
-    from lifelong.model import Collator
-
     torch.manual_seed(0)
-    collator = Collator(tokenizer, max_length=32)
-    model = tiny_classifier()
-    writer = EpisodicWriter(StrategyContext(model, collator, 4))
+    kind = classification(tokenizer)
+    model = tiny_classifier(task=kind)
+    writer = EpisodicWriter(StrategyContext(model, kind))
     stream = toy_stream(n_train=24)
     for task in stream:
-        writer.write(collator(list(task.train)))
-    test = collator(
+        writer.write(kind(list(task.train)))
+    test = kind(
         [stream.tasks[0].test[0], stream.tasks[1].test[0], stream.tasks[0].test[5]]
         + [stream.tasks[1].test[6]]
     )
@@ -130,13 +128,10 @@ def test_nearest_retrieval_finds_the_example_itself(setup):
     assert slots[:, 0].tolist() == [0, 1, 2, 3]
 
 
-def test_empty_memory_predicts_without_adaptation(tokenizer):
-    from lifelong.model import Collator
-
-    collator = Collator(tokenizer, 32)
+def test_empty_memory_predicts_without_adaptation(task):
     model = tiny_classifier()
-    writer = EpisodicWriter(StrategyContext(model, collator, 4))
-    test = collator(list(toy_stream().tasks[0].test))
+    writer = EpisodicWriter(StrategyContext(model, task))
+    test = task(list(toy_stream().tasks[0].test))
     a = LocalAdapter(model, writer, AdaptationOptions())
     with torch.no_grad():
         torch.testing.assert_close(a.logits(test), model(test.input_ids, test.attention_mask))

@@ -9,17 +9,17 @@ import pandas as pd
 import pytest
 
 from lifelong import registry
-from lifelong.checkpoint import (
+from lifelong.experiment.checkpoint import (
     CHECKPOINT_NAME,
     Checkpointer,
     CheckpointError,
     StreamPosition,
     load_checkpoint,
 )
-from lifelong.cli import main
-from lifelong.config import DEMO_CONFIG, load_yaml
-from lifelong.index import RunIndex
-from lifelong.runs import is_finished, resume, run
+from lifelong.experiment.cli import main
+from lifelong.experiment.config import DEMO_CONFIG, load_yaml
+from lifelong.experiment.index import RunIndex
+from lifelong.experiment.runs import is_finished, resume, run
 
 
 class Crash(BaseException):
@@ -151,8 +151,8 @@ def test_resume_refuses_other_run_flags(tmp_path, capsys):
 KILLER = textwrap.dedent(
     """
     import os, signal, sys
-    from lifelong import registry, utils
-    from lifelong.cli import main
+    from lifelong import files, registry
+    from lifelong.experiment.cli import main
 
     point, n = sys.argv[1], int(sys.argv[2])
     count = [0]
@@ -185,7 +185,7 @@ KILLER = textwrap.dedent(
                 kill_on_nth()
             return replace(src, dst)
 
-        utils.os.replace = replace_or_die
+        files.os.replace = replace_or_die
     main(sys.argv[3:])
     """
 )

@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from lifelong import registry
-from lifelong.cli import build_parser, config_from_args, main
-from lifelong.config import ConfigError, from_dict, load_yaml
+from lifelong.experiment.cli import build_parser, config_from_args, main
+from lifelong.experiment.config import ConfigError, from_dict, load_yaml
 
 
 def run_cli(*args):
@@ -124,10 +124,10 @@ def test_strategies_command_lists_builtins(capsys):
 
 
 def test_demo_config_is_valid():
-    from lifelong.config import DEMO_CONFIG, validate_strategy_options
+    from lifelong.experiment.config import DEMO_CONFIG, strategy_options
 
     config = load_yaml(DEMO_CONFIG)
-    validate_strategy_options(config)
+    strategy_options(config)
     assert config.encoder == "minilm" and config.order == "i" and config.data_dir is None
 
 
@@ -244,3 +244,58 @@ def test_fewrel_softmax_pair_loss_from_the_cli(tmp_path, capsys):
     assert code == 0 and "Accuracy matrix" in capsys.readouterr().out
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["pair_loss"] == "softmax"
+
+
+def test_a_run_that_fails_on_bad_data_says_why_in_its_log(tmp_path, capsys):
+    data = tmp_path / "data"
+    write_ag_news(data)
+    with (data / "ag_news_csv" / "train.csv").open("a") as f:
+        f.write('"7","a title","a label out of range"\n')
+    out = tmp_path / "runs"
+    code = run_cli("--tasks", "ag_news", "--data-dir", str(data), "--output-dir", str(out))
+    err = capsys.readouterr().err
+    assert code == 2 and "train.csv:25: label 7 is out of range 1..4" in err
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    log = (run_dir / "log.txt").read_text()
+    assert "run failed: DataFormatError" in log and "train.csv:25" in log
+
+
+def test_an_unknown_dataset_is_a_plain_message(tmp_path, capsys):
+    assert run_cli("--tasks", "ag_news,imdb", "--output-dir", str(tmp_path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "unknown dataset imdb; expected names from ag_news, amazon, dbpedia, yahoo, yelp"
+    )
+    assert '"' not in err and not list(tmp_path.iterdir())
+
+
+def test_a_single_task_has_no_transfer_to_report(tmp_path, capsys):
+    code = run_cli(
+        "--strategy",
+        "seq",
+        "--tasks",
+        "ag_news",
+        "--train-size",
+        "8",
+        "--test-size",
+        "4",
+        "--output-dir",
+        str(tmp_path),
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "BWT                  n/a" in out and "forgetting           n/a" in out
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["bwt"] is None and metrics["fwt"] is None and metrics["forgetting"] is None
+
+
+@pytest.mark.parametrize("stream", [FEWREL, QA])
+def test_metrics_report_the_examples_memory_holds_and_the_write_rate(stream, tmp_path, capsys):
+    code = run_cli(*stream, "--strategy", "replay", "--output-dir", str(tmp_path))
+    assert code == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    trained = 3 * 8 if stream is FEWREL else 2 * 8  # examples (sentences, questions), not rows
+    assert metrics["memory_examples"] == trained and metrics["write_rate"] == 1.0
+    assert "memory_examples" in capsys.readouterr().out

@@ -2,8 +2,8 @@ import multiprocessing
 
 import pytest
 
-from lifelong.config import RunConfig
-from lifelong.index import RunIndex, RunIndexError
+from lifelong.experiment.config import RunConfig
+from lifelong.experiment.index import RunIndex, RunIndexError
 
 
 def config(seed=0, strategy="seq"):

@@ -2,7 +2,7 @@ import numpy as np
 
 from lifelong.learner import run_stream
 from lifelong.strategy import StrategyContext
-from lifelong.utils import seed_everything
+from lifelong.training import seed_everything
 from strategies.seq import Seq
 from tests.conftest import tiny_classifier, toy_stream
 
@@ -25,19 +25,17 @@ class Recorder(Seq):
         self.events.append(("end", i))
 
 
-def run_once(collator, seed=0, n_train=16, batch_size=4):
+def run_once(task, seed=0, n_train=16, batch_size=4):
     seed_everything(seed)
     stream = toy_stream(n_train=n_train)
-    ctx = StrategyContext(tiny_classifier(seed=seed), collator, 4, lr=3e-3)
+    ctx = StrategyContext(tiny_classifier(seed=seed), task, lr=3e-3)
     strategy = Recorder(ctx)
-    result = run_stream(
-        stream, strategy, collator, batch_size=batch_size, seed=seed, progress=False
-    )
+    result = run_stream(stream, strategy, task, batch_size=batch_size, seed=seed, progress=False)
     return result, strategy
 
 
-def test_loop_shape_hooks_and_one_pass(collator):
-    result, strategy = run_once(collator)
+def test_loop_shape_hooks_and_one_pass(task):
+    result, strategy = run_once(task)
     assert result.accuracy.shape == (2, 2) and result.before.shape == (2,)
     assert result.task_names == ("task0", "task1")
     starts = [e for e in strategy.events if e[0] != "observe"]
@@ -46,15 +44,15 @@ def test_loop_shape_hooks_and_one_pass(collator):
     assert sum(n for kind, n in strategy.events if kind == "observe") == 32
 
 
-def test_loop_is_deterministic_on_cpu(collator):
-    a, _ = run_once(collator, seed=3)
-    b, _ = run_once(collator, seed=3)
+def test_loop_is_deterministic_on_cpu(task):
+    a, _ = run_once(task, seed=3)
+    b, _ = run_once(task, seed=3)
     np.testing.assert_array_equal(a.accuracy, b.accuracy)
     np.testing.assert_array_equal(a.before, b.before)
 
 
-def test_learning_happens_on_the_toy_stream(collator):
-    result, _ = run_once(collator, n_train=64, batch_size=8)
+def test_learning_happens_on_the_toy_stream(task):
+    result, _ = run_once(task, n_train=64, batch_size=8)
     # each task is learnt when it is trained (a word gives the label away)
     assert result.accuracy[0, 0] >= 90 and result.accuracy[1, 1] >= 90
     assert result.before.max() <= 60

@@ -42,13 +42,13 @@ def test_forgetting_uses_best_earlier_accuracy():
     assert forgetting(R2) == pytest.approx(((70 - 60) + (50 - 50)) / 2)
 
 
-def test_single_task_has_no_transfer():
+def test_single_task_has_no_transfer_to_measure():
     one = np.array([[75.0]])
-    assert summary(one, np.array([10.0])) == {
+    assert summary(one, np.array([10.0])) == {  # None: undefined, not "no forgetting"
         "average_accuracy": 75.0,
-        "bwt": 0.0,
-        "fwt": 0.0,
-        "forgetting": 0.0,
+        "bwt": None,
+        "fwt": None,
+        "forgetting": None,
     }
 
 

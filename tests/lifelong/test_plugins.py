@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lifelong import registry
-from lifelong.cli import main
+from lifelong.experiment.cli import main
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -84,14 +84,14 @@ def test_unknown_plugin_option_is_an_error(installed_plugin, tmp_path, capsys):
     assert "unknown option 'mixx'; valid options: capacity, mix" in capsys.readouterr().err
 
 
-def test_in_process_registration(collator):
+def test_in_process_registration(task):
     from lifelong.strategy import StrategyContext
     from strategies.seq import Seq
     from tests.conftest import tiny_classifier
 
     registry.register("seq-alias", Seq)
     try:
-        ctx = StrategyContext(tiny_classifier(), collator, 4)
+        ctx = StrategyContext(tiny_classifier(), task)
         assert isinstance(registry.build("seq-alias", ctx), Seq)
     finally:
         registry._registered.pop("seq-alias")

@@ -8,12 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lifelong.config import RunConfig
-from lifelong.learner import StreamResult
-from lifelong.metrics import summary
-from lifelong.reports import (
+from lifelong.experiment.cli import add_report_arguments
+from lifelong.experiment.config import RunConfig
+from lifelong.experiment.reports import (
     ReportError,
-    add_arguments,
     command,
     find_runs,
     plot_accuracy_matrix,
@@ -26,7 +24,9 @@ from lifelong.reports import (
     write_plots,
     write_report,
 )
-from lifelong.runs import write_results
+from lifelong.experiment.rundir import write_results
+from lifelong.learner import StreamResult
+from lifelong.metrics import summary
 
 TASKS = {"i": ("yelp", "ag_news", "dbpedia"), "ii": ("dbpedia", "yahoo", "ag_news")}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -51,7 +51,7 @@ def make_run(run_dir, strategy="replay", order="i", seed=0, value=None, tasks=No
         metrics.update(average_accuracy=value, bwt=-value / 10, fwt=1.0, forgetting=value / 10)
     metrics["seconds"] = 1.5
     cfg = RunConfig(strategy=strategy, order=order, seed=seed, tasks=tasks, **config)
-    write_results(run_dir, cfg, StreamResult(tuple(names), R, before), metrics)
+    write_results(run_dir, cfg.to_dict(), StreamResult(tuple(names), R, before), metrics)
     return run_dir
 
 
@@ -133,7 +133,7 @@ def test_fewrel_runs_are_labelled_by_cluster_order_and_averaged_over_them(tmp_pa
 def test_find_runs_skips_unfinished_and_dedupes(grid, caplog):
     unfinished = make_run(grid / "late" / "x", "replay", "i", 7, 10.0)
     (unfinished / "metrics.json").unlink()
-    with caplog.at_level(logging.DEBUG, logger="lifelong.reports"):
+    with caplog.at_level(logging.DEBUG, logger="lifelong.experiment.reports"):
         records = find_runs([grid, grid / "replay"])
     assert len(records) == 8
     assert all(r.run_dir != unfinished for r in records)
@@ -179,13 +179,13 @@ def test_no_runs_or_missing_path(tmp_path):
 def test_pooling_different_settings_warns(tmp_path, caplog):
     make_run(tmp_path / "a", "replay", "i", 0, lr=1e-4)
     make_run(tmp_path / "b", "replay", "i", 1, lr=3e-5)
-    with caplog.at_level(logging.WARNING, logger="lifelong.reports"):
+    with caplog.at_level(logging.WARNING, logger="lifelong.experiment.reports"):
         report_table([tmp_path])
     assert "differ in lr" in caplog.text
     caplog.clear()
     make_run(tmp_path / "c", "seq", "i", 0, output_dir="sweep_a", eval_batch_size=8)
     make_run(tmp_path / "d", "seq", "i", 1, output_dir="sweep_b")
-    with caplog.at_level(logging.WARNING, logger="lifelong.reports"):
+    with caplog.at_level(logging.WARNING, logger="lifelong.experiment.reports"):
         report_table([tmp_path / "c", tmp_path / "d"])
     assert caplog.text == ""  # where runs were written does not change their numbers
 
@@ -269,7 +269,7 @@ def test_safe_name():
 
 def test_command_writes_everything(grid, tmp_path, capsys):
     parser = argparse.ArgumentParser()
-    add_arguments(parser)
+    add_report_arguments(parser)
     assert parser.parse_args([]).runs == ["runs"]
     out = tmp_path / "report"
     args = parser.parse_args([str(grid), "--out", str(out), "--format", "latex"])

@@ -16,9 +16,9 @@ from tests.conftest import tiny_classifier, toy_stream
 ALL = ["seq", "replay", "agem", "ewc", "mbpa", "mbpa++", "mbpa++-rand", "mtl"]
 
 
-def batches(collator, n=4, task=0, size=4):
+def batches(kind, n=4, task=0, size=4):
     train = toy_stream(n_train=n * size).tasks[task].train
-    return [collator(list(train[i : i + size])) for i in range(0, len(train), size)]
+    return [kind(list(train[i : i + size])) for i in range(0, len(train), size)]
 
 
 def snapshot(model):
@@ -36,18 +36,18 @@ def test_all_eight_strategies_are_registered_with_descriptions():
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_predict_never_changes_the_base_weights(name, collator):
-    ctx = StrategyContext(tiny_classifier(), collator, 4, lr=1e-3, batch_size=4)
+def test_predict_never_changes_the_base_weights(name, task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3, batch_size=4)
     # every adapt_scope and path is checked for this in tests/lifelong/test_adaptation.py
     options = {"k": 4, "steps": 3, "adapt_scope": "top1"} if name.startswith("mbpa") else {}
     strategy = registry.build(name, ctx, options)
-    for b in batches(collator):
+    for b in batches(task):
         strategy.observe(b)
     for hook in ("on_task_end",):
         if hasattr(strategy, hook):
             getattr(strategy, hook)(0)
     before = snapshot(ctx.model)
-    test = collator(list(toy_stream().tasks[0].test))
+    test = task(list(toy_stream().tasks[0].test))
     scores = strategy.predict(test)
     assert scores.shape == (len(test), 4) and torch.isfinite(scores).all()
     assert unchanged(ctx.model, before)
@@ -65,10 +65,10 @@ def test_agem_projection_never_conflicts_with_the_memory_gradient(values):
         assert projected is g
 
 
-def test_agem_projects_against_memory_gradient(collator):
-    ctx = StrategyContext(tiny_classifier(), collator, 4, lr=1e-3)
+def test_agem_projects_against_memory_gradient(task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3)
     strategy = AGEM(ctx, AGEMOptions(memory_batch=4))
-    first, second = batches(collator, task=0)[0], batches(collator, task=1)[0]
+    first, second = batches(task, task=0)[0], batches(task, task=1)[0]
     strategy.observe(first)  # memory now holds task 0
     g = flat_gradient(ctx.model, [second])
     g_ref = flat_gradient(ctx.model, [strategy.replay.writer.batch(np.arange(4))])
@@ -77,28 +77,28 @@ def test_agem_projects_against_memory_gradient(collator):
     assert len(strategy.replay.memory) == 8
 
 
-def test_agem_replay_steps_mode_only_checks_when_replay_is_due(collator):
-    ctx = StrategyContext(tiny_classifier(), collator, 4, lr=1e-3)
+def test_agem_replay_steps_mode_only_checks_when_replay_is_due(task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3)
     strategy = AGEM(ctx, AGEMOptions(project="replay_steps", replay_every=8, replay_ratio=0.5))
     calls = []
     original = strategy._reference_batches
     strategy._reference_batches = lambda: calls.append(1) or original()
-    for b in batches(collator, n=4):  # 16 examples: replay due after 8 and 16
+    for b in batches(task, n=4):  # 16 examples: replay due after 8 and 16
         strategy.observe(b)
     assert len(calls) == 2
 
 
-def test_ewc_penalty_is_zero_at_the_anchor_and_grows_away_from_it(collator):
-    ctx = StrategyContext(tiny_classifier(), collator, 4, lr=1e-2)
+def test_ewc_penalty_is_zero_at_the_anchor_and_grows_away_from_it(task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-2)
     strategy = EWC(ctx, EWCOptions(ewc_lambda=10.0, fisher_samples=8))
     assert strategy.penalty().item() == 0.0  # no task has ended yet
-    for b in batches(collator):
+    for b in batches(task):
         strategy.observe(b)
     strategy.on_task_end(0)
     assert set(strategy.fisher) == set(strategy.anchor)
     assert sum(f.sum() for f in strategy.fisher.values()) > 0
     assert strategy.penalty().item() == pytest.approx(0.0, abs=1e-12)
-    for b in batches(collator, task=1):
+    for b in batches(task, task=1):
         stats = strategy.observe(b)
     assert stats["ewc"] > 0 and strategy.penalty().item() > 0
 
@@ -110,44 +110,44 @@ def test_ewc_penalty_by_hand():
     assert ewc_penalty(params, anchor, fisher).item() == pytest.approx(3.0)
 
 
-def test_online_fisher_accumulates_with_gamma(collator):
-    ctx = StrategyContext(tiny_classifier(), collator, 4, lr=1e-2)
+def test_online_fisher_accumulates_with_gamma(task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-2)
     strategy = EWC(ctx, EWCOptions(gamma=0.5, fisher_samples=4))
-    strategy.observe(batches(collator)[0])
+    strategy.observe(batches(task)[0])
     strategy.on_task_end(0)
     first = {n: f.clone() for n, f in strategy.fisher.items()}
-    strategy.observe(batches(collator, task=1)[0])
+    strategy.observe(batches(task, task=1)[0])
     new = strategy.fisher_information()
     strategy.on_task_end(1)
     name = "head.linear.weight"
     torch.testing.assert_close(strategy.fisher[name], 0.5 * first[name] + new[name])
 
 
-def test_mbpa_plus_plus_replay_schedule_fires_floor_r_ri_every_ri(collator):
-    ctx = StrategyContext(tiny_classifier(), collator, 4, lr=1e-3)
+def test_mbpa_plus_plus_replay_schedule_fires_floor_r_ri_every_ri(task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3)
     options = MbPAPlusPlusOptions(replay_every=6, replay_ratio=0.5, k=2, steps=1)
     strategy = MbPAPlusPlus(ctx, options)
     sizes = []
     original = strategy.replay.replay_batches
     strategy.replay.replay_batches = lambda: sizes.append(sum(map(len, out := original()))) or out
-    for b in batches(collator, n=6, size=3):  # 18 examples, R_I = 6 -> 3 replays of floor(3)
+    for b in batches(task, n=6, size=3):  # 18 examples, R_I = 6 -> 3 replays of floor(3)
         strategy.observe(b)
     assert sizes == [3, 3, 3]
 
 
-def test_mbpa_and_rand_variants(collator):
-    ctx = StrategyContext(tiny_classifier(), collator, 4, lr=1e-3)
+def test_mbpa_and_rand_variants(task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3)
     assert MbPA(ctx, MbPAOptions()).adapter.options.retrieval == "nearest"
-    rand = MbPAPlusPlusRand(StrategyContext(tiny_classifier(), collator, 4), None)
+    rand = MbPAPlusPlusRand(StrategyContext(tiny_classifier(), task), None)
     assert rand.adapter.options.retrieval == "random"
     assert registry.build("mbpa++-rand", ctx, {"k": 3}).adapter.options.retrieval == "random"
 
 
-def test_mtl_trains_jointly_on_everything_seen_at_task_end(collator):
-    ctx = StrategyContext(tiny_classifier(), collator, 4, lr=1e-3, batch_size=4)
+def test_mtl_trains_jointly_on_everything_seen_at_task_end(task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3, batch_size=4)
     strategy = MTL(ctx, MTLOptions(epochs=2))
     before = snapshot(ctx.model)
-    for b in batches(collator):
+    for b in batches(task):
         assert strategy.observe(b) == {}
     assert unchanged(ctx.model, before)  # observe only stores
     seen = []

@@ -4,7 +4,6 @@ import pytest
 from streams import DataFormatError, TaskStream
 from streams.fewrel import (
     RELATION_FILE,
-    SAMPLE_DIR,
     TEST_FILE,
     TRAIN_FILE,
     cluster_order,
@@ -12,12 +11,10 @@ from streams.fewrel import (
     fewrel_stream,
     glove_embedder,
     hashed_bag_of_words,
-    main,
     read_glove,
     read_relation_file,
     read_relation_names,
     relation_names,
-    write_fewrel_sample,
 )
 
 NAMES = [f"relation {w} of {v}" for w in "abcdefgh" for v in ("x", "y")]  # 16 names
@@ -268,13 +265,3 @@ def test_shipped_sample_loads(sample_stream):
     for task in sample_stream:
         assert {ex.label for ex in task.train} == set(task.labels)
         assert {ex.label for ex in task.test} == set(task.labels)
-
-
-def test_sample_regenerates_byte_identical(tmp_path):
-    write_fewrel_sample(tmp_path)
-    for name in (RELATION_FILE, TRAIN_FILE, TEST_FILE):
-        assert (tmp_path / name).read_bytes() == (SAMPLE_DIR / name).read_bytes()
-    main(["--write-sample", str(tmp_path / "cli"), "--seed", "1"])
-    assert (tmp_path / "cli" / TRAIN_FILE).read_bytes() != (SAMPLE_DIR / TRAIN_FILE).read_bytes()
-    lines = read_relation_file(tmp_path / "cli" / TRAIN_FILE, 20)
-    assert len(lines) == 320 and all(len(x.negatives) == 10 for x in lines)

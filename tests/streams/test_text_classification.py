@@ -2,10 +2,17 @@ import csv
 
 import pytest
 
-from streams import DATASETS, ORDERS, DataFormatError, TaskStream, text_classification_stream
+from streams import (
+    DATASETS,
+    ORDERS,
+    DataFormatError,
+    TaskStream,
+    UnknownNameError,
+    text_classification_stream,
+)
 from streams.text_classification import (
     SAMPLE_DIR,
-    load_task,
+    load_dataset,
     merged_label_names,
     read_csv,
     resolve_tasks,
@@ -49,11 +56,11 @@ def test_real_layouts_are_read(tmp_path):
     write_csv(
         tmp_path / "yahoo_answers_csv/test.csv", [["10", "Who votes?", "Curious.", "Citizens."]]
     )
-    ag = load_task("ag_news", tmp_path)
+    ag = load_dataset("ag_news", tmp_path)
     assert ag.train[0].label == 2 and ag.test[0].label == 0
     assert ag.train[0].text == "Wall St. Bears Short-sellers are back."
     assert ag.train[0].uid.endswith("ag_news_csv/train.csv:1")
-    yahoo = load_task("yahoo", tmp_path)
+    yahoo = load_dataset("yahoo", tmp_path)
     assert yahoo.train[0].label == 23 + 1 and yahoo.test[0].label == 32
     assert yahoo.train[0].text == "Why is the sky blue? Rayleigh scattering."
 
@@ -82,28 +89,29 @@ def test_missing_file_names_path_and_layout(tmp_path):
     with pytest.raises(
         DataFormatError, match=r"ag_news_csv/train.csv: file not found .*label,title"
     ):
-        load_task("ag_news", tmp_path)
+        load_dataset("ag_news", tmp_path)
 
 
 def test_sampling_is_seeded_and_sized(tmp_path):
     rows = [[str(1 + i % 4), f"title {i}", f"text {i}"] for i in range(200)]
     write_csv(tmp_path / "ag_news_csv/train.csv", rows)
     write_csv(tmp_path / "ag_news_csv/test.csv", rows[:50])
-    a = load_task("ag_news", tmp_path, train_size=30, test_size=10, seed=1)
-    b = load_task("ag_news", tmp_path, train_size=30, test_size=10, seed=1)
-    c = load_task("ag_news", tmp_path, train_size=30, test_size=10, seed=2)
+    a = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, seed=1)
+    b = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, seed=1)
+    c = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, seed=2)
     assert len(a.train) == 30 and len(a.test) == 10
     assert a == b and a.train != c.train
     assert len({e.uid for e in a.train}) == 30
     with pytest.raises(ValueError, match="asked for 60 examples but the file has 50"):
-        load_task("ag_news", tmp_path, test_size=60)
+        load_dataset("ag_news", tmp_path, test_size=60)
 
 
 def test_unknown_names_are_errors():
-    with pytest.raises(KeyError, match="unknown dataset"):
+    with pytest.raises(UnknownNameError, match="unknown dataset imdb; expected names from ag_news"):
         resolve_tasks(tasks=["imdb"])
-    with pytest.raises(KeyError, match="unknown order"):
+    with pytest.raises(UnknownNameError, match="unknown order 'v'; expected one of i, ii"):
         resolve_tasks("v")
+    assert "'" not in str(UnknownNameError("x"))  # a ValueError: no KeyError quoting
 
 
 def test_bundled_sample_is_read_by_the_same_loader():
@@ -117,13 +125,3 @@ def test_bundled_sample_is_read_by_the_same_loader():
         # every class of the dataset is present, roughly balanced
         seen = {e.label for e in task.train}
         assert seen == set(task.labels)
-
-
-def test_bundled_sample_matches_its_generator(tmp_path):
-    from streams.make_samples import generate
-
-    generate(tmp_path)
-    for spec in DATASETS.values():
-        for split in ("train", "test"):
-            shipped = (SAMPLE_DIR / spec.folder / f"{split}.csv").read_bytes()
-            assert (tmp_path / spec.folder / f"{split}.csv").read_bytes() == shipped

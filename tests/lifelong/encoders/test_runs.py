@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 from lifelong import registry
-from lifelong.cli import main
 from lifelong.encoders import MEMORY_MODULES
+from lifelong.experiment.cli import main
 
 SAMPLE = ["--tasks", "ag_news,yelp", "--train-size", "16", "--test-size", "8"]
 SMALL = {  # keep the costly parts small: the test is that each strategy runs

@@ -3,7 +3,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lifelong.memory import EpisodicMemory, MemoryFileError, RandomWrite, ReservoirWrite
+from lifelong.memory import (
+    EpisodicMemory,
+    ExampleRecords,
+    MemoryFileError,
+    RandomWrite,
+    ReservoirWrite,
+)
+
+
+def records(tokens, labels):
+    """Classification-style records: token ids and one label per example."""
+    return ExampleRecords.build(tokens=tokens, label=[[int(y)] for y in np.asarray(labels)])
+
+
+def write(memory, tokens, labels, keys):
+    return memory.write(records(tokens, labels), keys)
 
 
 def rows(n, rng, vocab=1000):
@@ -16,7 +31,7 @@ def filled(n=50, d=8, seed=0, **kwargs):
     tokens = rows(n, rng)
     labels = rng.integers(0, 5, size=n)
     keys = rng.normal(size=(n, d)).astype(np.float32)
-    memory.write(tokens, labels, keys)
+    write(memory, tokens, labels, keys)
     return memory, tokens, labels, keys
 
 
@@ -24,8 +39,11 @@ def test_write_and_get_round_trip_values():
     memory, tokens, labels, keys = filled()
     assert len(memory) == 50
     items = memory.get(np.array([3, 17]))
-    assert [t.tolist() for t in items.tokens] == [tokens[3].tolist(), tokens[17].tolist()]
-    assert items.labels.tolist() == [labels[3], labels[17]]
+    assert [t.tolist() for t in items.examples["tokens"]] == [
+        tokens[3].tolist(),
+        tokens[17].tolist(),
+    ]
+    assert [int(y[0]) for y in items.examples["label"]] == [labels[3], labels[17]]
     np.testing.assert_array_equal(memory.keys[17], keys[17])
 
 
@@ -40,11 +58,11 @@ def test_nearest_matches_brute_force():
 
 def test_nearest_sees_later_writes_and_overwrites():
     memory = EpisodicMemory(2, policy=ReservoirWrite(capacity=3), seed=0)
-    memory.write([np.array([1])] * 3, np.zeros(3), np.array([[0, 0], [10, 0], [20, 0]]))
+    write(memory, [np.array([1])] * 3, np.zeros(3), np.array([[0, 0], [10, 0], [20, 0]]))
     assert memory.nearest(np.array([[19.0, 0.0]]), 1)[1][0, 0] == 2
     # Force an overwrite of every slot with far-away keys; the index must follow.
     for _ in range(50):
-        memory.write([np.array([2])], np.ones(1), np.array([[100.0, 100.0]]))
+        write(memory, [np.array([2])], np.ones(1), np.array([[100.0, 100.0]]))
     assert len(memory) == 3
     distances, slots = memory.nearest(np.array([[100.0, 100.0]]), 3)
     stored = memory.keys[slots[0]]
@@ -59,7 +77,7 @@ def test_keys_computed_only_for_written_examples():
         return np.zeros((len(chosen), 4), np.float32)
 
     memory = EpisodicMemory(4, policy=RandomWrite(0.2), seed=3)
-    slots = memory.write(rows(100, np.random.default_rng(0)), np.zeros(100), keys)
+    slots = write(memory, rows(100, np.random.default_rng(0)), np.zeros(100), keys)
     assert len(asked) == 1 and len(asked[0]) == len(slots) == len(memory) < 100
 
 
@@ -81,7 +99,7 @@ def test_empty_memory_errors():
 def test_wrong_key_shape_is_rejected():
     memory = EpisodicMemory(4)
     with pytest.raises(ValueError, match=r"shape \(2, 4\)"):
-        memory.write(rows(2, np.random.default_rng(0)), np.zeros(2), np.zeros((2, 3)))
+        write(memory, rows(2, np.random.default_rng(0)), np.zeros(2), np.zeros((2, 3)))
 
 
 def test_save_load_round_trip(tmp_path):
@@ -93,7 +111,7 @@ def test_save_load_round_trip(tmp_path):
     assert loaded.policy.state() == memory.policy.state()
     np.testing.assert_array_equal(loaded.keys, memory.keys)
     for s in (0, 25, 49):
-        assert loaded.get(np.array([s])).tokens[0].tolist() == tokens[s].tolist()
+        assert loaded.get(np.array([s])).examples["tokens"][0].tolist() == tokens[s].tolist()
     # The generator state travels too: both draw the same sample next.
     assert loaded.sample(5).slots.tolist() == memory.sample(5).slots.tolist()
     q = np.random.default_rng(2).normal(size=(3, 8)).astype(np.float32)
@@ -145,7 +163,7 @@ def test_other_version_is_rejected(tmp_path):
     arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     path = tmp_path / "future.npz"
     np.savez(path, **arrays)
-    with pytest.raises(MemoryFileError, match="version 99, this lifelong reads 1"):
+    with pytest.raises(MemoryFileError, match="version 99, this lifelong reads 2"):
         EpisodicMemory.load(path)
 
 
@@ -167,16 +185,21 @@ def test_memory_holds_exactly_what_its_plans_wrote(capacity, batches):
         tokens = [np.array(r, dtype=np.int32) for r in rows]
         labels = np.arange(counter, counter + len(rows))
         keys = np.tile(labels[:, None], (1, 3)).astype(np.float32)
-        slots = memory.write(tokens, labels, keys)
+        slots = write(memory, tokens, labels, keys)
         for slot in slots:
             # the label identifies which incoming row went to this slot
-            (row,) = [i for i in range(len(rows)) if labels[i] == memory.get([slot]).labels[0]]
+            (row,) = [
+                i
+                for i in range(len(rows))
+                if labels[i] == memory.get([slot]).examples["label"][0][0]
+            ]
             mirror[int(slot)] = (rows[row], int(labels[row]))
         counter += len(rows)
         assert len(memory) == len(mirror) <= capacity
     items = memory.get(np.arange(len(memory)))
     for slot, (row, label) in mirror.items():
-        assert items.tokens[slot].tolist() == row and items.labels[slot] == label
+        assert items.examples["tokens"][slot].tolist() == row
+        assert items.examples["label"][slot][0] == label
         assert memory.keys[slot].tolist() == [label] * 3
     distances, nearest = memory.nearest(memory.keys.copy(), 1)
     assert np.allclose(distances[:, 0], 0)

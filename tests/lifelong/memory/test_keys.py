@@ -3,10 +3,10 @@ import torch
 from lifelong.memory import KeyEncoder
 
 
-def test_keys_are_the_cls_vector_or_a_chosen_token_and_the_copy_is_frozen(context, collator):
+def test_keys_are_the_cls_vector_or_a_chosen_token_and_the_copy_is_frozen(context, task):
     from streams import Example
 
-    batch = collator([Example("who wrote it ?", 0, "Ada wrote it .")])
+    batch = task([Example("who wrote it ?", 0, "Ada wrote it .")])
     encoder = context.model.encoder
     with torch.no_grad():
         encoded = encoder(batch.input_ids, batch.attention_mask)

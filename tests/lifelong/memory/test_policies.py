@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lifelong.memory import EpisodicMemory
+from lifelong.memory import EpisodicMemory, ExampleRecords
 from lifelong.memory.policies import (
     DiversityWrite,
     RandomWrite,
@@ -10,6 +10,15 @@ from lifelong.memory.policies import (
     make_policy,
     policy_from_state,
 )
+
+
+def records(tokens, labels):
+    """Classification-style records: token ids and one label per example."""
+    return ExampleRecords.build(tokens=tokens, label=[[int(y)] for y in np.asarray(labels)])
+
+
+def write(memory, tokens, labels, keys):
+    return memory.write(records(tokens, labels), keys)
 
 
 def test_write_all_appends_everything():
@@ -61,7 +70,7 @@ def test_bad_policy_options():
 
 def _diversity_memory(rate: float = 1.0) -> EpisodicMemory:
     memory = EpisodicMemory(4, policy=DiversityWrite(rate=rate, beta=10.0), seed=0)
-    memory.write([np.array([1])], np.array([0]), np.zeros((1, 4), np.float32))  # rate 1: stored
+    write(memory, [np.array([1])], np.array([0]), np.zeros((1, 4), np.float32))  # rate 1: stored
     return memory
 
 
@@ -72,7 +81,7 @@ def test_diversity_writes_a_near_duplicate_less_often_than_a_far_example():
         for kind in ("near", "far"):
             memory = _diversity_memory()
             memory.rng = np.random.default_rng(trial)
-            slots = memory.write([np.array([2])], np.array([1]), keys[kind])
+            slots = write(memory, [np.array([2])], np.array([1]), keys[kind])
             writes[kind] += len(slots)
     assert writes["near"] < 20 < 300 < writes["far"]
     policy = DiversityWrite(beta=10.0)
@@ -86,7 +95,7 @@ def test_diversity_keeps_about_the_target_rate_of_a_stream():
     for _ in range(100):  # 4,000 examples from a few clusters
         centres = rng.integers(0, 5, size=40)
         keys = (centres[:, None] * 3.0 + rng.normal(size=(40, 8))).astype(np.float32)
-        memory.write([np.array([1])] * 40, np.zeros(40, np.int64), keys)
+        write(memory, [np.array([1])] * 40, np.zeros(40, np.int64), keys)
     assert memory.policy.seen == 4000
     assert 0.03 < memory.policy.write_rate < 0.07
     assert memory.policy.written == len(memory)
@@ -95,13 +104,13 @@ def test_diversity_keeps_about_the_target_rate_of_a_stream():
 def test_diversity_compares_with_examples_chosen_earlier_in_the_batch():
     memory = EpisodicMemory(4, policy=DiversityWrite(rate=1.0, beta=1.0), seed=0)
     keys = np.zeros((50, 4), np.float32)  # 50 copies of one key offered at once
-    slots = memory.write([np.array([1])] * 50, np.zeros(50, np.int64), keys)
+    slots = write(memory, [np.array([1])] * 50, np.zeros(50, np.int64), keys)
     assert len(slots) == 1  # the first is new; the other 49 duplicate it
 
 
 def test_diversity_state_round_trips_through_a_memory_file(tmp_path):
     memory = _diversity_memory()
-    memory.write([np.array([3])] * 3, np.zeros(3, np.int64), np.eye(3, 4, dtype=np.float32) * 9)
+    write(memory, [np.array([3])] * 3, np.zeros(3, np.int64), np.eye(3, 4, dtype=np.float32) * 9)
     memory.save(tmp_path / "m.npz")
     again = EpisodicMemory.load(tmp_path / "m.npz")
     assert again.policy == memory.policy and again.policy.seen == 4

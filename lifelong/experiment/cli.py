@@ -1,4 +1,8 @@
-"""The ``lifelong`` command line: ``run``, ``sweep``, ``report`` and ``strategies``."""
+"""The ``lifelong`` command line: ``run``, ``sweep``, ``report`` and ``strategies``.
+
+Only what parsing needs is imported up front; torch, transformers, FAISS and pandas load when a
+command needs them, so ``lifelong --help`` answers at once.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from lifelong import registry, reports
-from lifelong.config import DEMO_CONFIG, ConfigError, RunConfig, load_yaml
-from lifelong.index import RunIndexError
-from lifelong.strategy import OptionsError
-from streams.text_classification import DATASETS, ORDERS, DataFormatError
+from lifelong import registry
+from lifelong.encoders.names import OFFLINE_NAMES, EncoderError
+from lifelong.experiment.config import DEMO_CONFIG, ConfigError, RunConfig, load_yaml
+from lifelong.experiment.index import RunIndexError
+from lifelong.options import OptionsError
+from streams import DATASETS, ORDERS, QA_DATASETS, DataFormatError, UnknownNameError
 
 # Flag -> config key, for the flags that override a config value one to one.
 RUN_FLAGS = {
@@ -51,26 +56,41 @@ def build_parser() -> argparse.ArgumentParser:
         "text-classification datasets in order i with the offline MiniLM encoder.",
     )
     run.add_argument("--config", help=f"YAML run config (default: the demo, {DEMO_CONFIG.name})")
-    run.add_argument("--stream", choices=["text", "qa", "fewrel"], help="stream (default: text)")
+    run.add_argument(
+        "--stream",
+        choices=["text", "qa", "fewrel"],
+        help="text classification (default), question answering, or lifelong FewRel",
+    )
     run.add_argument("--strategy", help="registered strategy name (see `lifelong strategies`)")
-    run.add_argument("--order", choices=sorted(ORDERS), help="paper task order")
-    run.add_argument("--tasks", help=f"comma-separated datasets in order, from {sorted(DATASETS)}")
-    run.add_argument("--data-dir", help="directory of the real CSVs (default: bundled sample)")
+    run.add_argument(
+        "--order", choices=sorted(ORDERS), help="paper task order of the text and QA streams"
+    )
+    run.add_argument(
+        "--tasks",
+        help=f"comma-separated datasets in training order (text: {', '.join(DATASETS)}; "
+        f"qa: {', '.join(QA_DATASETS)}); FewRel's tasks are clusters: see --fewrel-tasks",
+    )
+    run.add_argument(
+        "--data-dir",
+        help="directory of the real data (text: the Zhang et al. CSV folders; qa: squad/, "
+        "triviaqa/, quac/; fewrel: Wang et al.'s relation_name.txt, training_data.txt, "
+        "val_data.txt); default: the bundled sample",
+    )
     run.add_argument(
         "--train-size",
         type=int,
-        help="train examples per dataset (default: 115000 with --data-dir, else all)",
+        help="training examples per task: text, per dataset (default 115000 with --data-dir); "
+        "qa, questions per dataset; fewrel, sentences per cluster (default: all)",
     )
     run.add_argument(
         "--test-size",
         type=int,
-        help="test examples per dataset (default: 7600 with --data-dir, else all)",
+        help="test examples per task, as --train-size (text default 7600 with --data-dir)",
     )
     run.add_argument(
         "--encoder",
-        help="'minilm' (offline), 'tiny' (random), a HF name/path, or a memory-augmented encoder: "
-        "transformer-xl, compressive, memformer, infinity-former, memoria, memorizing, "
-        "memoria-minilm",
+        help=f"a Hugging Face name or local path, or one of {', '.join(OFFLINE_NAMES)} "
+        "(offline; minilm is the default, tiny a random 2-layer BERT for tests)",
     )
     run.add_argument(
         "--segment-length", type=int, help="memory-augmented encoders: tokens per segment"
@@ -133,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="forgetting/transfer tables (Markdown, LaTeX, CSV) and plots from run directories",
     )
-    reports.add_arguments(report)
+    add_report_arguments(report)
 
     sub.add_parser("strategies", help="list registered strategies")
     return parser
@@ -166,9 +186,36 @@ def _parse_options(pairs: Sequence[str]) -> dict[str, str]:
     return options
 
 
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``lifelong report`` arguments to ``parser``."""
+    parser.add_argument(
+        "runs",
+        nargs="*",
+        default=["runs"],
+        help="run directories, or folders searched for them at any depth (default: runs)",
+    )
+    parser.add_argument(
+        "--out", help="where report.md/.tex/.csv and plots/ go (default: <first runs path>/report)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("markdown", "latex", "csv"),
+        default="markdown",
+        help="the table printed to stdout (default: markdown)",
+    )
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``lifelong report`` (see `lifelong.experiment.reports.command`)."""
+    from lifelong.experiment.reports import command
+
+    return command(args)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``lifelong run``: run, then print the matrix and the metrics table."""
-    from lifelong.runs import format_report, resume, run
+    from lifelong.experiment.runs import format_report, resume, run
 
     if args.resume:
         given = [f"--{f.replace('_', '-')}" for f in RUN_FLAGS if getattr(args, f) is not None]
@@ -191,7 +238,7 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
     """``--runs N`` on FewRel: one run per cluster order 0..N-1, then the mean over them."""
     import numpy as np
 
-    from lifelong.runs import format_report, run
+    from lifelong.experiment.runs import format_report, run
 
     if config.stream != "fewrel" or n < 1:
         raise ConfigError("--runs N (N >= 1) averages FewRel cluster orders; use --stream fewrel")
@@ -210,7 +257,7 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """``lifelong sweep``: run the grid, print one line per run; non-zero if any run failed."""
-    from lifelong.sweep import load_sweep, run_sweep
+    from lifelong.experiment.sweep import load_sweep, run_sweep
 
     sweep = load_sweep(args.config)
     if args.output_dir:
@@ -265,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {
         "run": cmd_run,
         "sweep": cmd_sweep,
-        "report": reports.command,
+        "report": cmd_report,
         "strategies": cmd_strategies,
     }
     try:
@@ -274,12 +321,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         ConfigError,
         OptionsError,
         DataFormatError,
+        UnknownNameError,
         registry.UnknownStrategyError,
+        EncoderError,
         RunIndexError,
         KeyError,
         ValueError,
     ) as err:
-        print(f"lifelong {args.command}: error: {err}", file=sys.stderr)
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"lifelong {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 

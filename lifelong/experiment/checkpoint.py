@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import io
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from lifelong.files import atomic_write_bytes
+from lifelong.learner import StreamPosition
 from lifelong.strategy import Strategy
-from lifelong.utils import atomic_write_bytes
 
 CHECKPOINT_NAME = "checkpoint.pt"
 FORMAT_VERSION = 1
@@ -32,55 +33,6 @@ FORMAT_VERSION = 1
 
 class CheckpointError(ValueError):
     """A checkpoint file is missing, unreadable or from an incompatible run."""
-
-
-@dataclass
-class StreamPosition:
-    """Where a run is in its stream.
-
-    Attributes:
-        task: Index of the task being trained; ``len(stream)`` once every task is done.
-        step: Mini-batches of that task already observed (0 = the task has not started).
-        before: The untrained accuracies b, shape (T,); None until they are measured.
-        rows: The finished rows of the accuracy matrix R, one (T,) array per trained task.
-        metric: Name of R's metric (``"accuracy"``, or ``"f1"`` for QA).
-        secondary: Rows of the other metrics (QA: exact match), the untrained row first.
-
-    """
-
-    task: int = 0
-    step: int = 0
-    before: np.ndarray | None = None
-    rows: list[np.ndarray] = field(default_factory=list)
-    metric: str = "accuracy"
-    secondary: dict[str, list[np.ndarray]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-Python form (lists of floats), for the checkpoint file."""
-        return {
-            "task": self.task,
-            "step": self.step,
-            "before": None if self.before is None else self.before.tolist(),
-            "rows": [r.tolist() for r in self.rows],
-            "metric": self.metric,
-            "secondary": {k: [r.tolist() for r in v] for k, v in self.secondary.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> StreamPosition:
-        """Inverse of `to_dict`."""
-        before = values["before"]
-        return cls(
-            task=int(values["task"]),
-            step=int(values["step"]),
-            before=None if before is None else np.asarray(before, dtype=float),
-            rows=[np.asarray(r, dtype=float) for r in values["rows"]],
-            metric=str(values.get("metric", "accuracy")),
-            secondary={
-                k: [np.asarray(r, dtype=float) for r in v]
-                for k, v in dict(values.get("secondary", {})).items()
-            },
-        )
 
 
 @dataclass

@@ -7,9 +7,11 @@ A sweep file is YAML with these keys (an unknown key is an error naming it):
 ``name``
     The sweep's folder under the run config's ``output_dir``.
 ``run``
-    A run config (the keys of `lifelong.config.RunConfig`) shared by every grid point.
+    A run config (the keys of `lifelong.experiment.config.RunConfig`) shared by every grid point.
 ``strategies`` / ``orders`` / ``seeds``
-    The grid (command-line flags of ``lifelong sweep`` replace them).
+    The grid (command-line flags of ``lifelong sweep`` replace them). ``orders`` are the paper
+    task orders (``i``..``iv``) on the text and QA streams, and cluster orders (``0``, ``1``,
+    ...: the seeds of the shuffled cluster order, ``cluster_order``) on FewRel.
 ``per_strategy``
     Run-config changes for one strategy only, e.g. ``{anml-er: {max_length: 300}}``.
 
@@ -30,12 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lifelong import registry
-from lifelong.checkpoint import CHECKPOINT_NAME
-from lifelong.config import ConfigError, RunConfig, from_dict, validate_strategy_options
-from lifelong.index import default_index_path
+from lifelong.experiment.checkpoint import CHECKPOINT_NAME
+from lifelong.experiment.config import (
+    ConfigError,
+    RunConfig,
+    from_dict,
+    read_yaml,
+    strategy_options,
+)
+from lifelong.experiment.index import default_index_path
+from lifelong.experiment.rundir import is_finished
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +82,7 @@ class Sweep:
         for strategy in self.strategies:
             for order in self.orders:
                 for seed in self.seeds:
-                    changes = {"strategy": strategy, "order": order, "seed": seed}
+                    changes = {"strategy": strategy, self.base.order_key: order, "seed": seed}
                     changes.update(self.per_strategy.get(strategy, {}))
                     config = self.base.replace(**changes)
                     run_dir = self.root / f"{_safe(strategy)}_{order}_s{seed}"
@@ -122,14 +129,7 @@ class PointResult:
 
 def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file (errors name the file and the key)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: sweep file not found")
-    try:
-        values = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}") from None
-    return sweep_from_dict(values, where=str(path))
+    return sweep_from_dict(read_yaml(path, "sweep") or {}, where=str(path))
 
 
 def sweep_from_dict(values: Mapping[str, Any], *, where: str = "sweep") -> Sweep:
@@ -154,7 +154,12 @@ def sweep_from_dict(values: Mapping[str, Any], *, where: str = "sweep") -> Sweep
         name=str(values["name"]),
         base=base,
         strategies=_names(values["strategies"], "strategies", where),
-        orders=_names(values.get("orders") or [base.order], "orders", where),
+        orders=tuple(
+            str(o)
+            for o in _names(
+                values.get("orders") or [getattr(base, base.order_key)], "orders", where
+            )
+        ),
         seeds=tuple(_seed(s, where) for s in _names(values.get("seeds") or [base.seed], "", "")),
         per_strategy={str(k): dict(v) for k, v in per_strategy.items()},
     )
@@ -163,8 +168,6 @@ def sweep_from_dict(values: Mapping[str, Any], *, where: str = "sweep") -> Sweep
 
 def validate(sweep: Sweep, *, where: str = "sweep") -> Sweep:
     """Check names, orders, per-strategy changes and every point's strategy options."""
-    from streams.text_classification import ORDERS
-
     if not sweep.name or "/" in sweep.name or sweep.name.startswith("."):
         raise ConfigError(f"{where}: name must be a plain folder name, got {sweep.name!r}")
     for strategy in sweep.strategies:
@@ -176,16 +179,17 @@ def validate(sweep: Sweep, *, where: str = "sweep") -> Sweep:
     if stray:
         raise ConfigError(f"{where}: per_strategy: {stray[0]!r} is not a registered strategy")
     for order in sweep.orders:
-        if order not in ORDERS:
-            raise ConfigError(
-                f"{where}: orders: unknown order {order!r}; expected one of {sorted(ORDERS)}"
-            )
+        try:
+            sweep.base.replace(**{sweep.base.order_key: order})
+        except ConfigError as err:
+            raise ConfigError(f"{where}: orders: {err}") from None
     for strategy, changes in sweep.per_strategy.items():
         try:
             sweep.base.replace(**changes)
         except ConfigError as err:
             raise ConfigError(f"{where}: per_strategy {strategy!r}: {err}") from None
-    validate_strategy_options(sweep.base)
+    for strategy in sweep.strategies:
+        strategy_options(sweep.base.replace(strategy=strategy))
     return sweep
 
 
@@ -249,7 +253,7 @@ def run_point(config: Mapping[str, Any], run_dir: str, threads: int = 0) -> Poin
     """
     import torch
 
-    from lifelong.runs import resume, run
+    from lifelong.experiment.runs import resume, run
 
     if threads:
         torch.set_num_threads(threads)
@@ -317,8 +321,6 @@ def _run_on_ray(
 
 
 def _finished(run_dir: Path) -> bool:
-    from lifelong.runs import is_finished
-
     return is_finished(run_dir) and not (run_dir / CHECKPOINT_NAME).exists()
 
 

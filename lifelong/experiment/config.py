@@ -1,0 +1,251 @@
+"""Typed, frozen run configuration, checked where it enters (YAML, flags, Python).
+
+Every key is typed (`lifelong.options`): a value outside what its key allows, an unknown key,
+an unknown stream, order, dataset or encoder is an error naming the key and the value when the
+config is built, before any data or model loads. Strategy options are checked against the
+chosen strategy's ``Options`` by `strategy_options` (once per run, also before anything loads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+
+from lifelong.encoders.names import EncoderError, check_encoder_name
+from lifelong.options import (
+    NonNegativeInt,
+    OptionsError,
+    PositiveFloat,
+    PositiveInt,
+    convert,
+    option_group,
+)
+from lifelong.tasks.settings import TaskSettings, check_windows
+
+if TYPE_CHECKING:
+    from streams.registry import Embedder, StreamSpec
+
+DEMO_CONFIG = Path(__file__).parent / "configs" / "demo.yaml"
+"""The embedded demo: bundled sample, order i, MiniLM; what ``lifelong run`` runs by default."""
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is invalid."""
+
+
+@option_group
+class RunConfig:
+    """Everything that defines one run.
+
+    Defaults are the papers' hyper-parameters where they exist (de Masson d'Autume et al., 2019,
+    §4: BERT-base, 128 tokens, batch 32, Adam at 3e-5; QA windows 384 / stride 128 / 64 question
+    tokens / 30 answer tokens; Holla et al., 2020, for FewRel: 10 clusters, binary pair loss);
+    the demo config overrides what it needs for a CPU-sized sample.
+    """
+
+    stream: Literal["text", "qa", "fewrel"] = "text"  # text classification, QA or FewRel
+    order: Literal["i", "ii", "iii", "iv"] = "i"  # paper task order (text classification, QA)
+    tasks: tuple[str, ...] | None = None  # explicit dataset order (text, QA), overrides order
+    data_dir: str | None = None  # real data directory; None = the bundled sample
+    train_size: PositiveInt | None = None  # train examples per task (see StreamSpec)
+    test_size: PositiveInt | None = None  # test examples per task (see StreamSpec)
+    encoder: str = "minilm"  # "minilm" (offline), "tiny" (random, tests), any HF name/path, or
+    # a memory-augmented encoder: transformer-xl, compressive, memformer, infinity-former,
+    # memoria, memorizing (random init), memoria-minilm / memoria-tiny (on a pre-trained BERT)
+    segment_length: PositiveInt = 64  # memory-augmented encoders: tokens per segment
+    max_length: PositiveInt = 128  # tokens per row (QA: per window) after truncation
+    batch_size: PositiveInt = 32  # training mini-batch size in examples (MbPA++: 32)
+    eval_batch_size: PositiveInt = 64  # evaluation batch size in examples
+    lr: PositiveFloat = 3e-5  # learning rate of the main optimiser (MbPA++: 3e-5)
+    seed: NonNegativeInt = 0  # seeds sampling, shuffles, initialisation and memory
+    strategy: str = "seq"  # registered strategy name (`lifelong strategies` lists them)
+    strategy_options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    # options per strategy name, e.g. {"replay": {"replay_every": 100}}; only the
+    # chosen strategy's entry is used, every entry is validated against its strategy
+    doc_stride: NonNegativeInt = 128  # QA: tokens shared by consecutive windows of a context
+    max_query_length: PositiveInt = 64  # QA: question tokens kept
+    max_answer_length: PositiveInt = 30  # QA: longest predicted answer, in tokens
+    fewrel_tasks: PositiveInt = 10  # FewRel: relation clusters (tasks)
+    pair_loss: Literal["binary", "softmax"] = "binary"  # FewRel: per pair (Holla) or softmax
+    cluster_order: NonNegativeInt = 0  # FewRel: seed of the cluster order (`--runs N`: 0..N-1)
+    glove: str | None = None  # FewRel: GloVe file to embed relation names (default: key encoder)
+    output_dir: str = "runs"  # where run directories are created
+    checkpoint_every: NonNegativeInt = 0  # also checkpoint every N mini-batches (0 = task ends)
+    keep_checkpoint: bool = False  # keep checkpoint.pt once the run has finished
+    run_index: str | None = None  # SQLite run index; None = <output_dir>/index.sqlite
+    progress: bool = True  # tqdm progress bars
+
+    def check(self) -> None:
+        """Stream names and orders and the QA windows, without loading anything."""
+        from streams.core import UnknownNameError
+        from streams.registry import check_stream
+
+        try:
+            check_stream(self.stream, self.order, self.tasks)
+        except (UnknownNameError, ValueError) as err:
+            raise OptionsError(f"option 'tasks': {err}") from None
+        if self.stream == "qa":
+            try:
+                check_windows(self.max_length, self.doc_stride, self.max_query_length)
+            except ValueError as err:
+                raise OptionsError(f"options 'max_length'/'doc_stride': {err}") from None
+
+    def options_for(self, strategy: str | None = None) -> dict[str, Any]:
+        """The option values given for ``strategy`` (default: the configured one)."""
+        return dict(self.strategy_options.get(strategy or self.strategy, {}))
+
+    def task_settings(self) -> TaskSettings:
+        """How the task kind turns examples into rows (the keys both share)."""
+        return TaskSettings(**_shared(self, TaskSettings))
+
+    def stream_spec(self, embed: Embedder | None = None) -> StreamSpec:
+        """What the stream is built from (the keys both share), and FewRel's name embedder."""
+        from streams.registry import StreamSpec
+
+        return StreamSpec(**_shared(self, StreamSpec, exclude=("embed",)), embed=embed)
+
+    @property
+    def order_key(self) -> str:
+        """The key a sweep's ``orders`` axis sets: ``order``, or ``cluster_order`` on FewRel."""
+        return "cluster_order" if self.stream == "fewrel" else "order"
+
+    @property
+    def order_label(self) -> str:
+        """The task order in words: ``i``..``iv``, a dataset list, or FewRel's cluster order."""
+        if self.stream == "fewrel":
+            return f"clusters{self.fewrel_tasks}-o{self.cluster_order}"
+        return "-".join(self.tasks) if self.tasks else f"order{self.order}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python form (for YAML/JSON)."""
+        out = dataclasses.asdict(self)
+        out["tasks"] = list(self.tasks) if self.tasks else None
+        out["strategy_options"] = {k: dict(v) for k, v in self.strategy_options.items()}
+        return out
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A copy with ``changes`` applied (checked like YAML values)."""
+        return from_dict({**self.to_dict(), **changes}, where="overrides")
+
+
+def _shared(config: RunConfig, cls: type, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        f.name: getattr(config, f.name) for f in dataclasses.fields(cls) if f.name not in exclude
+    }
+
+
+def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
+    """Build a `RunConfig` from a mapping, converting and checking every value.
+
+    Raises:
+        ConfigError: An unknown key (named, with the valid ones), or a value its key does not
+            allow (the key, the value and what is allowed).
+
+    """
+    if not isinstance(values, Mapping):
+        raise ConfigError(
+            f"{where}: expected a mapping of config keys, got {type(values).__name__}"
+        )
+    fields = {f.name for f in dataclasses.fields(RunConfig)}
+    hints = typing.get_type_hints(RunConfig, include_extras=True)
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in fields:
+            raise ConfigError(
+                f"{where}: unknown key {key!r}; valid keys: {', '.join(sorted(fields))}"
+            )
+        try:
+            if key == "tasks":
+                kwargs[key] = _tasks(value, where)
+            elif key == "strategy_options":
+                kwargs[key] = _strategy_options(value, where)
+            else:
+                kwargs[key] = convert(value, hints[key], f"{where}: key {key!r}")
+        except OptionsError as err:
+            raise ConfigError(str(err)) from None
+    try:
+        return RunConfig(**kwargs)
+    except OptionsError as err:
+        raise ConfigError(f"{where}: {str(err).removeprefix('RunConfig: ')}") from None
+
+
+def _tasks(value: Any, where: str) -> tuple[str, ...] | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        value = [t.strip() for t in value.split(",") if t.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
+        raise ConfigError(f"{where}: key 'tasks' must be a list of dataset names, got {value!r}")
+    return tuple(value)
+
+
+def _strategy_options(value: Any, where: str) -> dict[str, dict[str, Any]]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
+        raise ConfigError(
+            f"{where}: key 'strategy_options' must map strategy names to option mappings"
+        )
+    return {str(k): dict(v) for k, v in value.items()}
+
+
+def read_yaml(path: str | Path, what: str = "config") -> Any:
+    """Parse a YAML file; a missing file or bad YAML is a `ConfigError` naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: {what} file not found")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: invalid YAML: {err}") from None
+
+
+def load_yaml(path: str | Path) -> RunConfig:
+    """Load a `RunConfig` from a YAML file (errors name the file)."""
+    return from_dict(read_yaml(path) or {}, where=str(path))
+
+
+def preflight(config: RunConfig) -> Any:
+    """What a run checks before it creates anything: the encoder can load, the options parse.
+
+    A paper config naming ``bert-base-uncased`` is valid anywhere; only running it offline
+    without the model in the Hugging Face cache is refused, here, in one line.
+
+    Returns:
+        The chosen strategy's parsed options (see `strategy_options`).
+
+    Raises:
+        ConfigError: The encoder cannot load here, or a strategy option is not allowed.
+
+    """
+    try:
+        check_encoder_name(config.encoder)
+    except EncoderError as err:
+        raise ConfigError(f"key 'encoder': {err}") from None
+    return strategy_options(config)
+
+
+def strategy_options(config: RunConfig) -> Any:
+    """The chosen strategy's options, parsed and checked; every other entry is checked too.
+
+    Called once per run, before any data or model loads.
+
+    Raises:
+        ConfigError: An unknown strategy, an unknown option or a value not allowed (named).
+
+    """
+    from lifelong import registry
+
+    parsed = {}
+    for name in [config.strategy, *sorted(set(config.strategy_options) - {config.strategy})]:
+        try:
+            parsed[name] = registry.parse(name, config.options_for(name))
+        except (OptionsError, registry.UnknownStrategyError) as err:
+            where = "strategy" if name == config.strategy else "strategy_options"
+            raise ConfigError(f"{where}: {err}") from None
+    return parsed[config.strategy]

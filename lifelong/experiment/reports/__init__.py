@@ -1,0 +1,159 @@
+"""Forgetting and transfer reports over finished runs: tables (Markdown, LaTeX, CSV) and plots.
+
+A finished run directory (written by `lifelong.experiment.rundir.write_results`) holds
+``config.yaml``, ``accuracy.csv`` and ``metrics.json``; ``metrics.json`` is written last, so a
+directory without it is an unfinished run and is skipped. `find_runs` collects finished runs
+anywhere under the given paths (`lifelong.experiment.rundir`), `report_table` aggregates them over
+seeds and the formatters render that table (`tables`), the plot functions draw accuracy matrices
+and per-task curves (`plots`), and `write_report` writes it all.
+
+The table (`report_table`) has one row per (stream, strategy, metric) and one column per
+(order, stat):
+
+* index: ``MultiIndex`` with levels ``("stream", "strategy", "metric")``; streams and strategies
+  in order of first appearance in the runs (`find_runs` sorts runs by directory), metrics in
+  the order asked for.
+* columns: ``MultiIndex`` with levels ``("order", "stat")``; orders sorted (paper orders
+  ``i``..``iv`` first, then custom task lists), then ``"average"``; stats ``"mean"``,
+  ``"std"`` and ``"n"``.
+* per order: mean and sample standard deviation (``ddof=1``) over seeds and the number of
+  seeds ``n``; with one seed the std is NaN (unknown, not zero); with none, mean and std are
+  NaN and ``n`` is 0.
+* ``"average"``: the mean of the per-order means, their sample standard deviation across
+  orders, and ``n`` = the number of orders averaged (orders without runs are left out).
+
+A run's order label is its config's ``order`` (``"i"``..``"iv"``), or ``"custom:"`` followed by
+the comma-joined task names when the config sets ``tasks`` (which overrides the order); FewRel
+runs are labelled ``"clusters-<cluster_order>"`` (their ``average`` column is then the mean over
+shuffled cluster orders, as the papers report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from lifelong.experiment.reports.plots import (
+    plot_accuracy_matrix,
+    plot_task_curves,
+    safe_name,
+    write_plots,
+)
+from lifelong.experiment.reports.tables import (
+    DEFAULT_METRICS,
+    FORMATS,
+    FORMATTERS,
+    latex_escape,
+    report_table,
+    to_csv,
+    to_latex,
+    to_markdown,
+)
+from lifelong.experiment.rundir import RunDirError, RunRecord, as_records, find_runs, load_run
+from lifelong.files import atomic_write_text
+
+ReportError = RunDirError
+"""A run directory is malformed, or there is nothing to report."""
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "FORMATS",
+    "FORMATTERS",
+    "ReportError",
+    "RunRecord",
+    "command",
+    "find_runs",
+    "latex_escape",
+    "load_run",
+    "plot_accuracy_matrix",
+    "plot_task_curves",
+    "report_table",
+    "safe_name",
+    "to_csv",
+    "to_latex",
+    "to_markdown",
+    "write_plots",
+    "write_report",
+]
+
+
+def write_report(
+    runs: Sequence[str | Path] | Sequence[RunRecord] | str | Path,
+    out_dir: str | Path,
+    *,
+    plots: bool = True,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+) -> dict[str, Path]:
+    """Write ``report.md``, ``report.tex``, ``report.csv`` and ``plots/*.png`` into ``out_dir``.
+
+    Args:
+        runs: Paths to search (see `find_runs`) or records.
+        out_dir: Where to write (created if needed); files are written atomically.
+        plots: Whether to draw the plots (needs matplotlib).
+        metrics: The metrics to report (see `report_table`).
+
+    Returns:
+        Each written file by its path relative to ``out_dir`` (e.g. ``"report.md"``,
+        ``"plots/replay_text_i_matrix.png"``).
+
+    Raises:
+        ReportError: No finished run under the paths (they are named), or a malformed run.
+
+    """
+    records = as_records(runs)
+    return _write_report(records, report_table(records, metrics=metrics), Path(out_dir), plots)
+
+
+def _write_report(
+    records: list[RunRecord], table: pd.DataFrame, out_dir: Path, plots: bool
+) -> dict[str, Path]:
+    images = write_plots(records, out_dir / "plots") if plots else []
+    texts = {
+        "report.md": _markdown_report(table, records, images, out_dir),
+        "report.tex": to_latex(table),
+        "report.csv": to_csv(table),
+    }
+    written = {}
+    for name, text in texts.items():
+        atomic_write_text(out_dir / name, text)
+        written[name] = out_dir / name
+    written.update({p.relative_to(out_dir).as_posix(): p for p in images})
+    return written
+
+
+def _markdown_report(
+    table: pd.DataFrame, records: list[RunRecord], images: list[Path], out_dir: Path
+) -> str:
+    text = f"# Forgetting and transfer\n\n{len(records)} finished runs.\n\n{to_markdown(table)}"
+    if images:
+        links = [f"![{p.stem}]({p.relative_to(out_dir).as_posix()})" for p in images]
+        text += "\n## Plots\n\n" + "\n".join(links) + "\n"
+    return text
+
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def command(args: argparse.Namespace) -> int:
+    """``lifelong report``: write the report, print the table (stdout) and the files (stderr).
+
+    The written paths go to stderr so that ``lifelong report --format csv > table.csv`` works.
+
+    Raises:
+        ReportError: No finished run under the paths, or a malformed run.
+
+    """
+    runs = list(args.runs) or ["runs"]
+    out_dir = Path(args.out) if args.out else Path(runs[0]) / "report"
+    records = as_records(runs)
+    table = report_table(records)
+    written = _write_report(records, table, out_dir, plots=not args.no_plots)
+    print(FORMATTERS[args.format](table), end="")
+    print(f"\n{len(records)} runs; wrote:", file=sys.stderr)
+    for path in written.values():
+        print(f"  {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,314 @@
+"""Run directories: what a run writes, and reading finished runs back.
+
+A run directory holds ``config.yaml`` (the resolved config, written when the run starts),
+``accuracy.csv`` (the matrix R with the untrained row b first; QA: F1), other metrics' matrices
+(QA: ``exact_match.csv``), ``metrics.json`` (written last: its presence means the run
+finished), ``log.txt`` and, while the run is in progress, ``checkpoint.pt``. Every file is
+written atomically. Runs (`lifelong.experiment.runs`) write through `write_results`; reports
+(`lifelong.experiment.reports`) and resumed runs read through `load_run` / `read_result`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from lifelong.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from lifelong.learner import StreamResult
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.yaml"
+ACCURACY_FILE = "accuracy.csv"
+METRICS_FILE = "metrics.json"
+RESULT_FILES = (CONFIG_FILE, ACCURACY_FILE, METRICS_FILE)
+"""A finished run has all three."""
+
+SUMMARY_METRICS = ("average_accuracy", "bwt", "fwt", "forgetting")
+"""The keys every ``metrics.json`` holds (null where undefined, e.g. BWT of one task)."""
+
+CUSTOM_PREFIX = "custom:"
+CLUSTER_PREFIX = "clusters-"  # FewRel: "clusters-<cluster_order>"
+
+
+class RunDirError(ValueError):
+    """A run directory is malformed, or there is no finished run where one was expected."""
+
+
+@dataclass(frozen=True, eq=False)
+class RunRecord:
+    """One finished run, as read back from its directory.
+
+    Attributes:
+        run_dir: The run directory.
+        stream: The stream family (config ``stream``), e.g. ``"text"``.
+        order: The order label: config ``order``, or ``"custom:a,b,..."`` when ``tasks`` is set.
+        seed: The run's seed.
+        strategy: The strategy name, e.g. ``"mbpa++"``.
+        metrics: ``metrics.json`` as read (points/percent; may hold a nested ``"strategy"``).
+        accuracy: ``accuracy.csv``: row ``"before"`` then ``"after <task>"``, one column per task.
+        config: ``config.yaml`` as read.
+
+    """
+
+    run_dir: Path
+    stream: str
+    order: str
+    seed: int
+    strategy: str
+    metrics: dict[str, Any]
+    accuracy: pd.DataFrame
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """``(stream, strategy, order)``: the runs that differ only in seed share it."""
+        return (self.stream, self.strategy, self.order)
+
+    @property
+    def task_names(self) -> tuple[str, ...]:
+        """The tasks in training order."""
+        return tuple(str(c) for c in self.accuracy.columns)
+
+
+# --- finding and reading runs ---------------------------------------------------------------
+
+
+def find_runs(paths: Sequence[str | Path] | str | Path) -> list[RunRecord]:
+    """Every finished run directory under ``paths``, read and sorted by directory.
+
+    Args:
+        paths: Run directories or folders holding them at any depth (a single path is fine).
+
+    Returns:
+        The runs, sorted by run directory, each directory once even if paths overlap.
+        Directories without ``metrics.json`` (unfinished runs) are skipped and logged at debug
+        level; hidden directories are not searched.
+
+    Raises:
+        RunDirError: A path does not exist, or a run's files are malformed (the error names the
+            file and what was expected).
+
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    found: dict[Path, RunRecord] = {}
+    for root in map(Path, paths):
+        if not root.is_dir():
+            raise RunDirError(f"{root}: not a directory (expected run directories under it)")
+        for run_dir in _run_dirs(root):
+            found.setdefault(run_dir.resolve(), load_run(run_dir))
+    return sorted(found.values(), key=lambda r: r.run_dir)
+
+
+def _run_dirs(root: Path) -> Iterable[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if METRICS_FILE in filenames:
+            dirnames.clear()  # a run's own subfolders hold no runs
+            yield Path(dirpath)
+        elif CONFIG_FILE in filenames or ACCURACY_FILE in filenames:
+            log.debug("skipping unfinished run %s (no %s)", dirpath, METRICS_FILE)
+
+
+def load_run(run_dir: str | Path) -> RunRecord:
+    """Read one finished run directory.
+
+    Args:
+        run_dir: A directory holding ``config.yaml``, ``accuracy.csv`` and ``metrics.json``.
+
+    Returns:
+        The run's record.
+
+    Raises:
+        RunDirError: A file is missing or malformed; the error names it and what was expected.
+
+    """
+    run_dir = Path(run_dir)
+    config = _read_config(run_dir / CONFIG_FILE)
+    return RunRecord(
+        run_dir=run_dir,
+        stream=config["stream"],
+        order=order_label(config),
+        seed=config["seed"],
+        strategy=config["strategy"],
+        metrics=_read_metrics(run_dir / METRICS_FILE),
+        accuracy=_read_accuracy(run_dir / ACCURACY_FILE),
+        config=config,
+    )
+
+
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise RunDirError(f"{path}: missing (every finished run directory has one)")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise RunDirError(f"{path}: unreadable: {err}") from None
+
+
+def _read_mapping(path: Path, what: str) -> dict[str, Any]:
+    """A YAML or JSON file holding a mapping (errors name the file and what was expected)."""
+    json_file = path.suffix == ".json"
+    try:
+        values = json.loads(_read_text(path)) if json_file else yaml.safe_load(_read_text(path))
+    except (yaml.YAMLError, json.JSONDecodeError) as err:
+        raise RunDirError(f"{path}: invalid {'JSON' if json_file else 'YAML'}: {err}") from None
+    if not isinstance(values, dict):
+        raise RunDirError(f"{path}: expected {what}, got {values!r:.60}")
+    return values
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    values = _read_mapping(path, "a mapping of config keys")
+    for key, kind in (("stream", str), ("order", str), ("strategy", str), ("seed", int)):
+        if key not in values:
+            raise RunDirError(f"{path}: missing key {key!r}")
+        value = values[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise RunDirError(f"{path}: key {key!r} must be a {kind.__name__}, got {value!r}")
+    tasks = values.get("tasks")
+    if tasks is not None and not (
+        isinstance(tasks, list) and tasks and all(isinstance(t, str) for t in tasks)
+    ):
+        raise RunDirError(f"{path}: key 'tasks' must be null or a list of names, got {tasks!r}")
+    return values
+
+
+def order_label(config: dict[str, Any]) -> str:
+    """A run's order for reports: ``i``..``iv``, ``custom:<tasks>`` or FewRel's cluster order."""
+    if config.get("stream") == "fewrel":  # FewRel orders are shuffles of the relation clusters
+        return f"{CLUSTER_PREFIX}{int(config.get('cluster_order') or 0)}"
+    tasks = config.get("tasks")
+    return CUSTOM_PREFIX + ",".join(tasks) if tasks else config["order"]
+
+
+def _read_metrics(path: Path) -> dict[str, Any]:
+    metrics = _read_mapping(path, "a JSON object of metrics")
+    for key in SUMMARY_METRICS:
+        if key not in metrics:
+            raise RunDirError(f"{path}: missing metric {key!r}")
+        if metrics[key] is not None and not _is_number(metrics[key]):
+            raise RunDirError(
+                f"{path}: metric {key!r} must be a number or null, got {metrics[key]!r}"
+            )
+    return metrics
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _read_accuracy(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(io.StringIO(_read_text(path)), index_col=0)
+    except ValueError as err:  # pandas' ParserError and EmptyDataError are ValueErrors
+        raise RunDirError(f"{path}: unreadable CSV: {err}") from None
+    expected = ["before"] + [f"after {c}" for c in frame.columns]
+    if frame.shape[1] == 0 or [str(i) for i in frame.index] != expected:
+        raise RunDirError(
+            f"{path}: expected a 'before' row then one 'after <task>' row per task column, "
+            f"rows {expected}; got rows {[str(i) for i in frame.index]}"
+        )
+    for column in frame.columns:
+        values = pd.to_numeric(frame[column], errors="coerce")
+        if values.isna().any():
+            row = int(values.isna().to_numpy().argmax())
+            raise RunDirError(
+                f"{path}: row {frame.index[row]!r}, column {column!r}: expected an accuracy "
+                f"(a number, percent), got {frame[column].iloc[row]!r}"
+            )
+        frame[column] = values.astype(float)
+    return frame.astype(float)
+
+
+def as_records(runs: Sequence[str | Path] | Sequence[RunRecord] | str | Path) -> list[RunRecord]:
+    """Records as given, or the finished runs found under paths (at least one).
+
+    Raises:
+        RunDirError: A mix of records and paths, nothing given, or no finished run found.
+
+    """
+    if isinstance(runs, str | os.PathLike):
+        runs = [runs]
+    items = list(runs)
+    if items and all(isinstance(x, RunRecord) for x in items):
+        return items
+    if any(isinstance(x, RunRecord) for x in items):
+        raise RunDirError("expected run records or paths, not a mix of both")
+    if not items:
+        raise RunDirError("no runs given (expected run records or paths to search)")
+    records = find_runs(items)
+    if not records:
+        searched = ", ".join(str(p) for p in items)
+        raise RunDirError(f"no finished run (a directory with {METRICS_FILE}) under {searched}")
+    return records
+
+
+def is_finished(run_dir: str | Path) -> bool:
+    """Whether a run directory holds a finished run's results."""
+    return all((Path(run_dir) / name).is_file() for name in RESULT_FILES)
+
+
+def read_result(run_dir: str | Path) -> StreamResult:
+    """The matrices of a finished run, read back from its CSV files."""
+    from lifelong.learner import StreamResult
+
+    run_dir = Path(run_dir)
+    frame = _read_accuracy(run_dir / ACCURACY_FILE)
+    values = frame.to_numpy(dtype=float)
+    metrics = read_metrics(run_dir)
+    secondary = {}
+    for name in metrics.get("secondary_metrics", []):
+        secondary[name] = _read_accuracy(run_dir / f"{name}.csv").to_numpy(dtype=float)
+    return StreamResult(
+        tuple(str(c) for c in frame.columns),
+        values[1:],
+        values[0],
+        str(metrics.get("metric", "accuracy")),
+        secondary,
+    )
+
+
+def read_metrics(run_dir: str | Path) -> dict[str, Any]:
+    """``metrics.json`` of a run directory (checked like `load_run` does)."""
+    return _read_metrics(Path(run_dir) / METRICS_FILE)
+
+
+def accuracy_frame(result: StreamResult, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """R (or ``rows``, (T + 1, T)) as a table: the untrained row, then one row per task."""
+    if rows is None:
+        rows = np.vstack([result.before[None, :], result.accuracy])
+    index = ["before"] + [f"after {n}" for n in result.task_names]
+    return pd.DataFrame(rows, index=index, columns=list(result.task_names))
+
+
+def write_results(
+    run_dir: Path, config: dict[str, Any], result: StreamResult, metrics: dict[str, Any]
+) -> None:
+    """Write config, the matrices and metrics atomically, ``metrics.json`` last.
+
+    ``accuracy.csv`` holds R, the stream's main metric (accuracy; F1 for QA, as
+    ``metrics.json``'s ``"metric"`` says); other metrics get their own file (``exact_match.csv``).
+    """
+    atomic_write_text(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
+    frames = [("accuracy", accuracy_frame(result))] + [
+        (name, accuracy_frame(result, rows)) for name, rows in result.secondary.items()
+    ]
+    for name, frame in frames:
+        buf = io.StringIO()
+        frame.to_csv(buf, float_format="%.4f", index_label="row")
+        atomic_write_text(run_dir / f"{name}.csv", buf.getvalue())
+    atomic_write_text(run_dir / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")

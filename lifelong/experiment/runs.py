@@ -1,0 +1,337 @@
+"""One run end to end: stream, model and strategy from a config, training, the run directory.
+
+`run` checks the config and the strategy's options before anything loads, creates the run
+directory (`lifelong.experiment.rundir` says what it holds), builds the stream, the task kind,
+the model and the strategy, trains, and writes the results. Each run is a row in the run index
+(`lifelong.experiment.index`) and is checkpointed (`lifelong.experiment.checkpoint`), so that
+`resume` can continue it if it is killed. Whatever stops a run is written to its ``log.txt``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import yaml
+
+from lifelong.experiment.checkpoint import (
+    CHECKPOINT_NAME,
+    Checkpoint,
+    Checkpointer,
+    load_checkpoint,
+    remove_stale_temporaries,
+    restore_random_states,
+)
+from lifelong.experiment.config import ConfigError, RunConfig, load_yaml, preflight
+from lifelong.experiment.index import RunIndex, default_index_path
+from lifelong.experiment.rundir import (
+    accuracy_frame,
+    is_finished,
+    read_metrics,
+    read_result,
+    write_results,
+)
+from lifelong.files import atomic_write_text
+from lifelong.metrics import summary
+from streams.registry import build_stream
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from lifelong.learner import StreamResult
+    from lifelong.model import Classifier
+    from lifelong.strategy import Strategy
+    from lifelong.tasks import TaskKind
+    from streams.core import TaskStream
+
+log = logging.getLogger("lifelong")
+
+__all__ = ["RunOutcome", "build_model", "format_report", "is_finished", "resume", "run"]
+
+
+@dataclass
+class RunOutcome:
+    """What `run` returns: the result, its metrics and where it was written."""
+
+    result: StreamResult
+    metrics: dict[str, Any]
+    run_dir: Path
+
+
+def name_embedder(config: RunConfig) -> Callable[[Sequence[str]], np.ndarray]:
+    """Embeds short texts (FewRel relation names) with the key encoder: the [CLS] vector."""
+    import torch
+
+    from lifelong.encoders import load_tokenizer, tokenizer_name
+
+    tokenizer = load_tokenizer(tokenizer_name(config.encoder))
+    encoder = run_encoder(config).eval()
+
+    @torch.no_grad()
+    def embed(names: Sequence[str]) -> np.ndarray:
+        enc = tokenizer(list(names), padding=True, return_tensors="pt")
+        return encoder(enc["input_ids"], enc["attention_mask"]).pooled.float().numpy()  # (n, d)
+
+    return embed
+
+
+def run_encoder(config: RunConfig) -> nn.Module:
+    """The encoder ``config.encoder`` names (memory-augmented ones segment by segment)."""
+    from lifelong.encoders import load_run_encoder
+
+    return load_run_encoder(config.encoder, seed=config.seed, segment_length=config.segment_length)
+
+
+def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, TaskKind]:
+    """The task kind the stream needs, and encoder + the kind's head trained by its loss."""
+    from lifelong.encoders import load_tokenizer, tokenizer_name
+    from lifelong.model import Classifier
+    from lifelong.tasks import build_task
+
+    tokenizer = load_tokenizer(tokenizer_name(config.encoder))
+    task = build_task(stream.kind, tokenizer, stream.label_names, config.task_settings())
+    encoder = run_encoder(config)
+    return Classifier(encoder, task.head(encoder.hidden_size), task=task), task
+
+
+def run(
+    config: RunConfig, *, stream: TaskStream | None = None, run_dir: str | Path | None = None
+) -> RunOutcome:
+    """Run one configuration end to end and write its run directory.
+
+    The config and the strategy's options are checked first (nothing has loaded yet, no
+    directory exists); then the run is recorded in the run index (``config.run_index``, default
+    ``<output_dir>/index.sqlite``) and checkpointed (see `lifelong.experiment.checkpoint`), so
+    that `resume` can continue it if it is killed.
+
+    Args:
+        config: The run configuration.
+        stream: A prebuilt stream (otherwise built from ``config``).
+        run_dir: The run directory to use (created if missing; sweeps name their runs);
+            default: a new timestamped directory under ``config.output_dir``.
+
+    Returns:
+        The matrices, the metrics and the run directory.
+
+    Raises:
+        ConfigError: The encoder cannot load here, or the strategy or one of its options is
+            unknown or not allowed.
+
+    """
+    options = preflight(config)  # the encoder can load, options parsed once: nothing loaded yet
+    index_path = Path(config.run_index or default_index_path(config.output_dir)).resolve()
+    config = config.replace(run_index=str(index_path))
+    if run_dir is None:
+        run_dir = _new_run_dir(config)
+    else:
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
+    return _execute(_Job(config, run_dir, stream, options, checkpoint=None))
+
+
+def resume(
+    run_dir: str | Path, *, stream: TaskStream | None = None, progress: bool | None = None
+) -> RunOutcome:
+    """Continue a run from its directory: from its checkpoint, or from the start if none.
+
+    A run that already finished (results written, no checkpoint left) is not run again: its
+    results are read back and its index row is marked finished if a kill left it running.
+
+    Args:
+        run_dir: A directory `run` created (it holds ``config.yaml``).
+        stream: A prebuilt stream (otherwise built from the run's config).
+        progress: Override the config's progress-bar setting.
+
+    Raises:
+        ConfigError: ``run_dir`` holds no run config.
+        CheckpointError: The checkpoint is unreadable.
+
+    """
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.yaml").is_file():
+        raise ConfigError(f"{run_dir}: not a run directory (no config.yaml)")
+    config = load_yaml(run_dir / "config.yaml")
+    if progress is not None:
+        config = config.replace(progress=progress)
+    options = preflight(config)
+    remove_stale_temporaries(run_dir)
+    has_checkpoint = (run_dir / CHECKPOINT_NAME).is_file()
+    if not has_checkpoint and is_finished(run_dir):
+        outcome = RunOutcome(read_result(run_dir), read_metrics(run_dir), run_dir)
+        index = _open_index(config)
+        if (row := index.get(run_dir)) is None or row["status"] != "finished":
+            index.start(run_dir, config.to_dict())
+            index.finish(run_dir, outcome.metrics)
+        return outcome
+    checkpoint = load_checkpoint(run_dir) if has_checkpoint else None
+    return _execute(_Job(config, run_dir, stream, options, checkpoint))
+
+
+@dataclass
+class _Job:
+    """What one run (or resumed run) is made of."""
+
+    config: RunConfig
+    run_dir: Path
+    stream: TaskStream | None  # prebuilt, or None to build from the config
+    options: Any  # the strategy's parsed options
+    checkpoint: Checkpoint | None  # where to resume from, if anywhere
+
+
+def _execute(job: _Job) -> RunOutcome:
+    config, run_dir = job.config, job.run_dir
+    index = _open_index(config)
+    handler = _attach_log(run_dir / "log.txt")
+    index.start(run_dir, config.to_dict())
+    try:
+        outcome = _train(job)
+        index.finish(run_dir, outcome.metrics)
+        if not config.keep_checkpoint:
+            (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
+        log.info("run written to %s", run_dir)
+        return outcome
+    except Exception as err:
+        log.error("run failed: %s: %s", type(err).__name__, err, exc_info=True)
+        index.fail(run_dir, f"{type(err).__name__}: {err}")
+        raise
+    except BaseException as err:  # interrupted (Ctrl-C): the row stays "running", resumable
+        log.error("run interrupted (%s); `lifelong run --resume %s` continues it", err, run_dir)
+        raise
+    finally:
+        for name in ("lifelong", "streams"):
+            logging.getLogger(name).removeHandler(handler)
+        handler.close()
+
+
+def _train(job: _Job) -> RunOutcome:
+    from lifelong import registry
+    from lifelong.learner import run_stream
+    from lifelong.strategy import StrategyContext
+    from lifelong.training import seed_everything
+
+    config, checkpoint = job.config, job.checkpoint
+    seed_everything(config.seed)
+    embed = lambda names: name_embedder(config)(names)  # noqa: E731 (loads the encoder if called)
+    stream = job.stream or build_stream(config.stream, config.stream_spec(embed))
+    log.info("stream: %s", stream.description or ", ".join(stream.task_names))
+    model, task = build_model(config, stream)
+    context = StrategyContext(
+        model, task, lr=config.lr, batch_size=config.batch_size, seed=config.seed
+    )
+    strategy: Strategy = registry.build(config.strategy, context, job.options)
+    log.info("strategy %s with %s", config.strategy, job.options)
+    start = None
+    if checkpoint is not None:
+        strategy.load_state_dict(checkpoint.strategy)
+        restore_random_states(checkpoint.rng)
+        start = checkpoint.position
+        log.info("resumed at task %d, mini-batch %d", start.task, start.step)
+    began = time.perf_counter()
+    result = run_stream(
+        stream,
+        strategy,
+        task,
+        batch_size=config.batch_size,
+        eval_batch_size=config.eval_batch_size,
+        seed=config.seed,
+        progress=config.progress,
+        checkpointer=Checkpointer(job.run_dir, config.checkpoint_every),
+        start=start,
+    )
+    metrics = run_metrics(result, strategy, time.perf_counter() - began)
+    write_results(job.run_dir, config.to_dict(), result, metrics)
+    return RunOutcome(result, metrics, job.run_dir)
+
+
+def run_metrics(result: StreamResult, strategy: Strategy, seconds: float) -> dict[str, Any]:
+    """What ``metrics.json`` holds.
+
+    The summary of R (null where undefined), the metric's name, other metrics' final averages,
+    the training time, and the strategy's report (its ``memory_examples`` and ``write_rate``
+    also at the top level, comparable across strategies).
+    """
+    metrics: dict[str, Any] = summary(result.accuracy, result.before)
+    metrics["metric"] = result.metric  # what R holds: accuracy, or F1 for QA
+    metrics["secondary_metrics"] = list(result.secondary)
+    for name, rows in result.secondary.items():  # e.g. QA's final average exact match
+        metrics[f"average_{name}"] = round(float(rows[-1].mean()), 4)
+    metrics["seconds"] = round(seconds, 1)
+    report = getattr(strategy, "report", None)
+    if callable(report):  # strategy-specific end-of-run numbers: memory size, write rate, ...
+        metrics["strategy"] = report()
+        log.info("strategy report: %s", metrics["strategy"])
+        for key in ("memory_examples", "write_rate"):  # top level: comparable across strategies
+            if key in metrics["strategy"]:
+                metrics[key] = metrics["strategy"][key]
+    return metrics
+
+
+def _open_index(config: RunConfig) -> RunIndex:
+    return RunIndex(config.run_index or default_index_path(config.output_dir))
+
+
+METRIC_LABELS = {"accuracy": "Accuracy", "f1": "F1", "exact_match": "Exact match"}
+
+
+def format_report(result: StreamResult, metrics: dict[str, Any]) -> str:
+    """The matrices (accuracy, or F1 and exact match for QA) and the metrics table as text."""
+    matrices = [(result.metric, accuracy_frame(result))] + [
+        (name, accuracy_frame(result, rows)) for name, rows in result.secondary.items()
+    ]
+    text = "\n\n".join(
+        f"{METRIC_LABELS.get(name, name)} matrix (%; row = after training, column = task):\n"
+        + frame.to_string(float_format=lambda x: f"{x:6.1f}")
+        for name, frame in matrices
+    )
+    names = {
+        "average_accuracy": "average accuracy",
+        "bwt": "BWT",
+        "fwt": "FWT",
+        "forgetting": "forgetting",
+    }
+    table = "\n".join(f"  {label:<17}{_points(metrics[key])}" for key, label in names.items())
+    for key, value in dict(metrics.get("strategy", {})).items():
+        table += f"\n  {key:<17}{value:7.3g}"
+    if result.metric != "accuracy":
+        table = f"  (from the {METRIC_LABELS.get(result.metric, result.metric)} matrix)\n" + table
+    if len(result.task_names) < 2:
+        table += "\n  (BWT, FWT and forgetting need two tasks or more)"
+    return f"{text}\n\nMetrics (points):\n{table}"
+
+
+def _points(value: float | None) -> str:
+    return f"{'n/a':>7}" if value is None else f"{value:7.1f}"
+
+
+def _new_run_dir(config: RunConfig) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = (
+        Path(config.output_dir)
+        / f"{stamp}_{config.strategy}_{config.stream}-{config.order_label}_s{config.seed}"
+    )
+    base.parent.mkdir(parents=True, exist_ok=True)
+    path, n = base, 1
+    while True:  # mkdir, not exists(): two processes starting together get different names
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1
+            path = base.with_name(f"{base.name}_{n}")
+
+
+def _attach_log(path: Path) -> logging.Handler:
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.DEBUG)
+    log.setLevel(logging.DEBUG)
+    log.addHandler(handler)
+    logging.getLogger("streams").addHandler(handler)
+    logging.getLogger("streams").setLevel(logging.INFO)
+    return handler

@@ -1,0 +1,156 @@
+"""`ExampleRecords`: whole examples stored compactly, as named integer arrays.
+
+A record is one example in the form a task kind tokenised it: classification keeps the token
+ids and the label, relation extraction the sentence's token ids, its candidate relation ids and
+the gold, QA the question's and the context's token ids and the answer's token span. Each
+field holds one 1-d int32 array per example (lengths differ between examples). The episodic
+memory stores records, counts them and hands them back; the task kind expands them into model
+rows (`lifelong.tasks`). No Python objects are pickled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+INT = np.int32
+
+
+@dataclass(frozen=True)
+class ExampleRecords:
+    """A batch of examples as named ragged integer fields.
+
+    Attributes:
+        fields: Field name -> one 1-d int32 array per example (all fields have one array per
+            example).
+
+    """
+
+    fields: Mapping[str, tuple[np.ndarray, ...]]
+
+    def __post_init__(self) -> None:
+        sizes = {name: len(rows) for name, rows in self.fields.items()}
+        if len(set(sizes.values())) > 1:
+            raise ValueError(f"record fields hold different numbers of examples: {sizes}")
+
+    @classmethod
+    def build(cls, **fields: Iterable[Sequence[int] | np.ndarray]) -> ExampleRecords:
+        """Records from per-example integer sequences, one keyword per field."""
+        return cls(
+            {k: tuple(np.asarray(r, dtype=INT).reshape(-1) for r in v) for k, v in fields.items()}
+        )
+
+    def __len__(self) -> int:
+        return len(next(iter(self.fields.values()))) if self.fields else 0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The field names."""
+        return tuple(self.fields)
+
+    def __getitem__(self, name: str) -> tuple[np.ndarray, ...]:
+        try:
+            return self.fields[name]
+        except KeyError:
+            raise KeyError(f"records have no field {name!r} (fields: {self.names})") from None
+
+    def select(self, indices: Sequence[int] | np.ndarray) -> ExampleRecords:
+        """The examples ``indices``, in that order."""
+        idx = [int(i) for i in np.asarray(indices).reshape(-1)]
+        return ExampleRecords({k: tuple(v[i] for i in idx) for k, v in self.fields.items()})
+
+    def only(self, names: Sequence[str]) -> ExampleRecords:
+        """The same examples with only the fields ``names`` (what memory stores)."""
+        return ExampleRecords({k: self[k] for k in names})
+
+    @staticmethod
+    def concat(parts: Sequence[ExampleRecords]) -> ExampleRecords:
+        """The examples of several record batches, in order (same fields required)."""
+        parts = [p for p in parts if len(p)] or list(parts[:1])
+        if not parts:
+            raise ValueError("concat needs at least one batch of records")
+        names = parts[0].names
+        if any(p.names != names for p in parts):
+            raise ValueError(f"cannot concatenate records with fields {[p.names for p in parts]}")
+        return ExampleRecords({k: sum((p[k] for p in parts), ()) for k in names})
+
+    def nbytes(self) -> int:
+        """Bytes of the stored integers."""
+        return sum(int(a.nbytes) for rows in self.fields.values() for a in rows)
+
+
+class RaggedStore:
+    """Growable storage of one record field: slot -> int32 array, in one flat buffer.
+
+    Appends go to the end of the buffer; overwriting a slot appends its new array and leaves
+    the old one as garbage, compacted away once it outgrows the live data.
+    """
+
+    def __init__(self) -> None:
+        self.values = np.zeros(0, dtype=INT)
+        self.used = 0  # buffer positions written
+        self.start = np.zeros(0, dtype=np.int64)
+        self.length = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def put(self, slots: np.ndarray, rows: Sequence[np.ndarray]) -> None:
+        """Store ``rows[i]`` in ``slots[i]`` (slots may extend the store by appending)."""
+        if len(slots) == 0:
+            return
+        size = max(len(self.start), int(slots.max()) + 1)
+        if size > len(self.start):
+            self.start = _grow(self.start, size)
+            self.length = _grow(self.length, size)
+        total = sum(len(r) for r in rows)
+        self._reserve(self.used + total)
+        for slot, row in zip(slots.tolist(), rows):
+            n = len(row)
+            self.values[self.used : self.used + n] = row
+            self.start[slot], self.length[slot] = self.used, n
+            self.used += n
+        if self.used > 2 * int(self.length.sum()) + 1024:
+            self.compact()
+
+    def get(self, slots: Sequence[int] | np.ndarray) -> tuple[np.ndarray, ...]:
+        """Copies of the arrays in ``slots``."""
+        return tuple(
+            self.values[self.start[s] : self.start[s] + self.length[s]].copy() for s in slots
+        )
+
+    def compact(self) -> None:
+        """Drop overwritten arrays: the live ones in slot order, back to back."""
+        flat = self.flat()
+        self.values, self.used = flat, len(flat)
+        self.start = np.concatenate([[0], np.cumsum(self.length)[:-1]]).astype(np.int64)
+
+    def flat(self) -> np.ndarray:
+        """Every slot's array concatenated in slot order."""
+        if not len(self.start):
+            return np.zeros(0, dtype=INT)
+        return np.concatenate(
+            [self.values[s : s + n] for s, n in zip(self.start.tolist(), self.length.tolist())]
+        ).astype(INT)
+
+    @classmethod
+    def from_flat(cls, flat: np.ndarray, lengths: np.ndarray) -> RaggedStore:
+        """Inverse of (`flat`, ``length``)."""
+        store = cls()
+        store.values = np.asarray(flat, dtype=INT).copy()
+        store.used = len(store.values)
+        store.length = np.asarray(lengths, dtype=np.int64).copy()
+        store.start = np.concatenate([[0], np.cumsum(store.length)[:-1]]).astype(np.int64)
+        return store
+
+    def _reserve(self, n: int) -> None:
+        if n > len(self.values):
+            self.values = _grow(self.values, max(n, 2 * len(self.values), 1024))
+
+
+def _grow(array: np.ndarray, size: int) -> np.ndarray:
+    grown = np.zeros(size, dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown

@@ -1,0 +1,39 @@
+"""Settings task kinds are built from, and the checks on them (light: no torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """How examples become rows; each kind reads the settings it needs.
+
+    Attributes:
+        max_length: Tokens per row (QA: per window; paper 384 for QA, 128 for classification).
+        doc_stride: QA: context tokens shared by consecutive windows (paper: 128).
+        max_query_length: QA: question tokens kept (paper: 64).
+        max_answer_length: QA: longest predicted answer, in tokens (paper: 30).
+        pair_loss: Relation extraction: ``"binary"`` cross-entropy per (sentence, candidate)
+            row (Holla et al., 2020, ``rel_*.py``) or ``"softmax"`` over each sentence's
+            candidates.
+
+    """
+
+    max_length: int = 128
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    pair_loss: Literal["binary", "softmax"] = "binary"
+
+
+def check_windows(
+    max_length: int, doc_stride: int, max_query_length: int, specials: int = 3
+) -> None:
+    """Raise `ValueError` unless a window holds the question, the specials and > stride context."""
+    if max_length - max_query_length - specials <= doc_stride or doc_stride < 0:
+        raise ValueError(
+            f"max_length {max_length} leaves no room for a {max_query_length}-token question, "
+            f"{specials} special tokens and more than doc_stride {doc_stride} context tokens"
+        )

@@ -1,0 +1,113 @@
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lifelong.learner import evaluate_metrics
+from lifelong.model import Batch
+from lifelong.tasks import TaskSettings, build_task
+from lifelong.tasks.relation import candidate_loss
+from streams import Example
+from tests.conftest import tiny_classifier
+
+NAMES = ("place of birth", "employer", "spouse", "author")
+
+
+def relation(tokenizer, max_length=32, pair_loss="binary"):
+    settings = TaskSettings(max_length=max_length, pair_loss=pair_loss)
+    return build_task("relation", tokenizer, NAMES, settings)
+
+
+def examples():
+    return [
+        Example("Ada was born in Paris .", 0, uid="t:1", candidates=(1, 0, 3)),
+        Example("Bo works for Acme .", 1, uid="t:2", candidates=(2, 1)),
+    ]
+
+
+def test_one_record_per_sentence_and_one_row_per_candidate(tokenizer):
+    kind = relation(tokenizer)
+    batch = kind(examples())
+    assert batch.num_examples == 2 and len(batch) == 5
+    assert batch.labels.tolist() == [0, 1, 0, 0, 1]
+    assert batch.groups.tolist() == [0, 0, 0, 1, 1]
+    first = tokenizer.decode(batch.input_ids[1][batch.attention_mask[1].bool()])
+    assert "born in paris" in first and "place of birth" in first
+    assert batch.examples.names == ("sentence", "candidates", "label")
+    assert batch.examples["candidates"][0].tolist() == [1, 0, 3]
+    with pytest.raises(ValueError, match="t:9"):
+        kind([Example("x", 0, uid="t:9")])
+
+
+def test_rows_equal_the_tokenizers_own_pair_encoding(tokenizer):
+    """Rows built from stored ids are exactly what tokenizer(sentence, relation) gives."""
+    kind = relation(tokenizer, max_length=12)  # short: the sentence is cut first
+    batch = kind(examples())
+    for row, (text, name) in enumerate(
+        [(e.text, NAMES[c]) for e in examples() for c in e.candidates]
+    ):
+        expected = tokenizer(text, name, truncation="only_first", max_length=12)["input_ids"]
+        got = batch.input_ids[row][batch.attention_mask[row].bool()].tolist()
+        assert got == expected
+
+
+def test_key_rows_hold_the_sentence_alone(tokenizer):
+    kind = relation(tokenizer)
+    keys = kind.key_rows(kind.encode(examples()))
+    assert len(keys) == 2 and kind.key_position is None
+    text = tokenizer.decode(keys.input_ids[1][keys.attention_mask[1].bool()])
+    assert "acme" in text and "employer" not in text
+
+
+def test_candidate_loss_is_a_softmax_over_each_sentences_rows():
+    logits = torch.tensor([[0.0, 1.0], [0.0, 2.0], [0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    labels = torch.tensor([1, 0, 0, 0, 1])
+    groups = torch.tensor([0, 0, 0, 1, 1])
+    first = -torch.log_softmax(torch.tensor([1.0, 2.0, 0.0]), 0)[0]
+    second = -torch.log_softmax(torch.tensor([-1.0, 1.0]), 0)[1]
+    torch.testing.assert_close(
+        candidate_loss(logits, labels, groups, 2), torch.stack([first, second])
+    )
+
+
+def test_binary_and_softmax_losses_for_stream_and_memory_rows_alike(tokenizer):
+    binary, softmax = relation(tokenizer), relation(tokenizer, pair_loss="softmax")
+    batch = binary(examples())
+    logits = torch.randn(len(batch), 2)
+    assert torch.allclose(binary.loss(logits, batch), F.cross_entropy(logits, batch.labels))
+    assert binary.loss_units(batch) == 5 and softmax.loss_units(batch) == 2
+    rebuilt = softmax.rows(batch.examples)  # as a memory read expands it: still grouped
+    expected = candidate_loss(logits, batch.labels, batch.groups, 2).mean()
+    assert torch.allclose(softmax.loss(logits, rebuilt), expected)
+    per_sentence = binary.example_losses(logits, batch)
+    rows = F.cross_entropy(logits, batch.labels, reduction="none")
+    torch.testing.assert_close(per_sentence, torch.stack([rows[:3].mean(), rows[3:].mean()]))
+
+
+def test_score_picks_each_sentences_best_row(tokenizer):
+    labels = torch.tensor([0, 1, 0, 0, 1])
+    groups = torch.tensor([0, 0, 0, 1, 1])
+    batch = Batch(torch.zeros(5, 3, dtype=torch.long), torch.ones(5, 3), labels, groups)
+    # margins: sentence 0 -> rows (0.0, 2.0, 1.0): gold row 1 wins; sentence 1 -> (3.0, -1.0)
+    scores = torch.tensor([[0.0, 0.0], [0.0, 2.0], [0.0, 1.0], [0.0, 3.0], [1.0, 0.0]])
+    assert relation(tokenizer).score(scores, batch, examples()) == {"accuracy": 1.0}
+
+
+class Gold:
+    def predict(self, batch):
+        return torch.stack([1.0 - batch.labels.float(), batch.labels.float()], dim=1)
+
+
+def test_evaluation_counts_sentences_not_pairs(tokenizer):
+    kind = relation(tokenizer)
+    metrics = evaluate_metrics(Gold(), examples(), kind, batch_size=1, progress=False)
+    assert metrics == {"accuracy": 100.0}
+
+
+def test_the_model_trains_on_pairs(tokenizer):
+    kind = relation(tokenizer)
+    model = tiny_classifier(task=kind)
+    batch = kind(examples())
+    loss = model.loss(batch)
+    loss.backward()
+    assert np.isfinite(float(loss.detach())) and model.head.linear.weight.grad is not None

@@ -1,0 +1,113 @@
+"""The layers: light imports, the core apart from the experiment layer, streams as data only."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "transformers", "faiss", "pandas", "sklearn", "matplotlib")
+
+
+def loaded_after(statement: str) -> list[str]:
+    code = f"import sys; {statement}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return [m for m in done.stdout.strip().split(",") if m]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import lifelong.metrics",
+        "import lifelong",
+        "import lifelong.experiment.cli",
+        "import lifelong.experiment.config",
+        "import streams",
+    ],
+)
+def test_light_imports_load_no_heavy_library(statement):
+    assert loaded_after(statement) == []
+
+
+def test_the_public_api_loads_what_it_names_on_first_use():
+    assert loaded_after("import lifelong; lifelong.summary") == []
+    assert "torch" in loaded_after("import lifelong; lifelong.Batch")
+
+
+def imports(path: Path) -> set[str]:
+    """Every module a file imports (``from x import y`` counts as ``x`` and ``x.y``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_nothing_in_lifelong_imports_a_stream_family_module():
+    """Model-side work goes through task kinds; streams are data (`streams.core`), and only the
+    experiment layer builds streams (`streams.registry`)."""
+    families = {"streams.qa", "streams.fewrel", "streams.text_classification"}
+    for path in modules("lifelong"):
+        found = imports(path)
+        assert not found & families, f"{path.relative_to(ROOT)} imports {found & families}"
+        if "experiment" not in path.parts:
+            assert "streams.registry" not in found, path
+
+
+def test_the_core_does_not_import_the_experiment_layer():
+    for path in modules("lifelong"):
+        if (
+            "experiment" in path.parts
+            or path.name == "__init__.py"
+            and path.parent.name == "lifelong"
+        ):
+            continue
+        found = {m for m in imports(path) if m.startswith("lifelong.experiment")}
+        assert not found, f"{path.relative_to(ROOT)} imports {found}"
+
+
+def test_streams_stay_data_only():
+    for path in modules("streams"):
+        found = imports(path)
+        assert not {m for m in found if m.split(".")[0] in ("lifelong", "torch", "transformers")}, (
+            path
+        )
+
+
+def layout_paths(readme: str) -> list[str]:
+    """The paths the README's layout block names (indentation = nesting)."""
+    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    paths, stack = [], []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        depth = (len(line) - len(line.lstrip())) // 2
+        name = line.split()[0]
+        stack = stack[:depth] + [name.rstrip("/")]
+        paths.append("/".join(stack) + ("/" if name.endswith("/") else ""))
+    return paths
+
+
+def test_the_readme_layout_matches_the_tree():
+    paths = layout_paths((ROOT / "README.md").read_text())
+    for path in paths:
+        assert (ROOT / path).exists(), f"README layout names {path}, which does not exist"
+    named = set(paths)
+    for package in ("lifelong", "streams", "strategies", "tools"):
+        for child in (ROOT / package).iterdir():
+            if child.name.startswith(("_", ".")) and child.name != "__init__.py":
+                continue
+            if child.suffix == ".py" or (child.is_dir() and (child / "__init__.py").exists()):
+                entry = f"{package}/{child.name}" + ("/" if child.is_dir() else "")
+                assert entry in named or child.name == "__init__.py", f"README misses {entry}"
