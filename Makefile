@@ -1,5 +1,8 @@
 # The README's commands: `make demo` runs the main job, `make test` runs the tests.
+# Both run offline, as CI does: nothing here needs the Hugging Face hub, and a misspelt encoder
+# name then fails at once instead of retrying the network.
 PYTHON ?= python3
+OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -17,19 +20,19 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/lifelong run
+	$(OFFLINE) $(BIN)/lifelong run
 
 test: setup
-	$(BIN)/python -m pytest -q --durations=15
+	$(OFFLINE) $(BIN)/python -m pytest -q --durations=15
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(OFFLINE) $(BIN)/python -m pytest -q -m "not slow"
 
 bench: setup
-	$(BIN)/python experiments/bench/memory.py
-	$(BIN)/python experiments/bench/local_adaptation.py
-	$(BIN)/python experiments/bench/inference.py
-	$(BIN)/python experiments/bench/encoders.py
+	$(OFFLINE) $(BIN)/python experiments/bench/memory.py
+	$(OFFLINE) $(BIN)/python experiments/bench/local_adaptation.py
+	$(OFFLINE) $(BIN)/python experiments/bench/inference.py
+	$(OFFLINE) $(BIN)/python experiments/bench/encoders.py
 
 lint: setup
 	$(BIN)/ruff check .

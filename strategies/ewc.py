@@ -108,7 +108,8 @@ class EWC:
         penalty = self.penalty()
         (ce + penalty).backward()
         self.trainer.apply()
-        self.sample.write(batch.examples, np.zeros((batch.num_examples, 1), np.float32))
+        examples = batch.examples.only(self.task.stored_fields)
+        self.sample.write(examples, np.zeros((len(examples), 1), np.float32))
         return {"loss": float(ce.detach()), "ewc": float(penalty.detach())}
 
     def fisher_information(self) -> Params:

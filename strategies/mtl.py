@@ -52,7 +52,8 @@ class MTL:
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Store the batch's examples; training happens in `on_task_end`."""
-        self.seen.write(batch.examples, np.zeros((batch.num_examples, 1), np.float32))
+        examples = batch.examples.only(self.task.stored_fields)
+        self.seen.write(examples, np.zeros((len(examples), 1), np.float32))
         return {}
 
     def on_task_end(self, task_index: int) -> None:

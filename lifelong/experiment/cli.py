@@ -173,7 +173,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         strategy = changes.get("strategy", config.strategy)
         options = {**config.options_for(strategy), **_parse_options(args.option)}
         changes["strategy_options"] = {**config.to_dict()["strategy_options"], strategy: options}
-    return config.replace(**changes) if changes else config
+    return config.replace("command line", **changes) if changes else config
 
 
 def _parse_options(pairs: Sequence[str]) -> dict[str, str]:

@@ -88,12 +88,12 @@ class RunConfig:
         try:
             check_stream(self.stream, self.order, self.tasks)
         except (UnknownNameError, ValueError) as err:
-            raise OptionsError(f"option 'tasks': {err}") from None
+            raise OptionsError(f"key 'tasks': {err}") from None
         if self.stream == "qa":
             try:
                 check_windows(self.max_length, self.doc_stride, self.max_query_length)
             except ValueError as err:
-                raise OptionsError(f"options 'max_length'/'doc_stride': {err}") from None
+                raise OptionsError(f"keys 'max_length'/'doc_stride': {err}") from None
 
     def options_for(self, strategy: str | None = None) -> dict[str, Any]:
         """The option values given for ``strategy`` (default: the configured one)."""
@@ -128,9 +128,9 @@ class RunConfig:
         out["strategy_options"] = {k: dict(v) for k, v in self.strategy_options.items()}
         return out
 
-    def replace(self, **changes: Any) -> RunConfig:
-        """A copy with ``changes`` applied (checked like YAML values)."""
-        return from_dict({**self.to_dict(), **changes}, where="overrides")
+    def replace(self, where: str = "overrides", **changes: Any) -> RunConfig:
+        """A copy with ``changes`` applied (checked like YAML values; errors name ``where``)."""
+        return from_dict({**self.to_dict(), **changes}, where=where)
 
 
 def _shared(config: RunConfig, cls: type, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -246,6 +246,6 @@ def strategy_options(config: RunConfig) -> Any:
         try:
             parsed[name] = registry.parse(name, config.options_for(name))
         except (OptionsError, registry.UnknownStrategyError) as err:
-            where = "strategy" if name == config.strategy else "strategy_options"
-            raise ConfigError(f"{where}: {err}") from None
+            where = "" if name == config.strategy else "strategy_options: "
+            raise ConfigError(f"{where}{err}") from None
     return parsed[config.strategy]

@@ -173,8 +173,12 @@ class QA:
         return SpanHead(hidden_size)
 
     def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
-        """Mean over windows of the mean start/end cross-entropy (BERT's SQuAD loss)."""
-        return task_loss(logits, batch.labels)
+        """Mean over windows of the mean start/end cross-entropy (BERT's SQuAD loss).
+
+        The softmax runs over each window's real tokens: padding positions are masked out, so a
+        window's loss does not depend on how far its batch happens to be padded.
+        """
+        return task_loss(span_scores(logits, batch), batch.labels)
 
     def loss_units(self, batch: Batch) -> int:
         """Windows."""
@@ -182,7 +186,7 @@ class QA:
 
     def example_losses(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Each question's mean window loss, (num_examples,)."""
-        losses = task_loss(logits, batch.labels, reduction="none")
+        losses = task_loss(span_scores(logits, batch), batch.labels, reduction="none")
         return group_mean(losses, batch.row_groups, batch.num_examples)
 
     def score(
@@ -208,6 +212,16 @@ class QA:
             [e.text_pair or "" for e in examples],
             self.max_answer_length,
         )
+
+
+PADDING_SCORE = -1e4
+"""Start/end score of a padding position: out of every softmax and every decoded span."""
+
+
+def span_scores(logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Start/end scores (n, t, 2) with padding positions set to `PADDING_SCORE`."""
+    padding = batch.attention_mask[..., None] == 0  # (n, t, 1)
+    return logits.masked_fill(padding, PADDING_SCORE)
 
 
 def answer_span(offsets: np.ndarray, answers: Sequence[tuple[str, int]]) -> tuple[int, int]:

@@ -136,3 +136,41 @@ def test_empty_memory_predicts_without_adaptation(task):
     with torch.no_grad():
         torch.testing.assert_close(a.logits(test), model(test.input_ids, test.attention_mask))
     assert a.adapted == 0
+
+
+def multi_row_setup(tokenizer, kind_name):
+    """A memory of FewRel sentences or QA questions, and test examples of several rows each."""
+    from lifelong.tasks import TaskSettings, build_task
+    from streams import fewrel_stream, hashed_bag_of_words, qa_stream
+
+    if kind_name == "relation":
+        stream = fewrel_stream(embed=hashed_bag_of_words, n_tasks=2, train_size=6, test_size=2)
+        settings = TaskSettings(max_length=40)
+    else:
+        stream = qa_stream(tasks=["squad"], train_size=10, test_size=3)
+        settings = TaskSettings(max_length=48, doc_stride=16, max_query_length=16)
+    kind = build_task(kind_name, tokenizer, stream.label_names, settings)
+    torch.manual_seed(0)
+    model = tiny_classifier(task=kind)
+    writer = EpisodicWriter(StrategyContext(model, kind))
+    for task in stream:
+        writer.write(kind(list(task.train)))
+    test = kind(list(stream.tasks[0].test[:3]))
+    assert len(test) > test.num_examples  # several rows per test example
+    return model, writer, test
+
+
+@pytest.mark.parametrize("kind_name", ["relation", "qa"])
+@pytest.mark.parametrize("scope", ["all", "head"])
+def test_fast_path_gives_the_reference_scores_on_multi_row_examples(tokenizer, kind_name, scope):
+    model, writer, test = multi_row_setup(tokenizer, kind_name)
+    options = {"k": 3, "steps": 3, "adapt_lr": 0.05, "adapt_scope": scope}
+    reference = LocalAdapter(model, writer, AdaptationOptions(**options, adapt_path="reference"))
+    fast = LocalAdapter(model, writer, AdaptationOptions(**options))
+    ref, got = reference.logits(test), fast.logits(test)
+    assert ref.shape == got.shape and ref.shape[0] == len(test)
+    real = test.attention_mask.bool()  # QA: padding positions' scores are not compared
+    if ref.dim() == 3:
+        ref, got = ref[real], got[real]
+    torch.testing.assert_close(got, ref, atol=1e-4, rtol=0)
+    assert reference.adapted == fast.adapted == test.num_examples

@@ -133,7 +133,7 @@ def test_fewrel_runs_are_labelled_by_cluster_order_and_averaged_over_them(tmp_pa
 def test_find_runs_skips_unfinished_and_dedupes(grid, caplog):
     unfinished = make_run(grid / "late" / "x", "replay", "i", 7, 10.0)
     (unfinished / "metrics.json").unlink()
-    with caplog.at_level(logging.DEBUG, logger="lifelong.experiment.reports"):
+    with caplog.at_level(logging.DEBUG, logger="lifelong.experiment.rundir"):
         records = find_runs([grid, grid / "replay"])
     assert len(records) == 8
     assert all(r.run_dir != unfinished for r in records)
@@ -289,3 +289,13 @@ def test_command_writes_everything(grid, tmp_path, capsys):
     assert "| replay |" in capsys.readouterr().out
     assert (grid / "report" / "report.csv").is_file() and not (grid / "report" / "plots").exists()
     assert len(find_runs([grid])) == 8  # the report folder is not taken for a run
+
+
+def test_single_task_runs_report_no_transfer(tmp_path):
+    for seed in (0, 1):
+        make_run(tmp_path / f"s{seed}", seed=seed, tasks=("ag_news",))
+    table = report_table([tmp_path])
+    row = ("text", "replay", "bwt")
+    assert table.loc[row, ("custom:ag_news", "n")] == 0  # null in metrics.json: not a seed
+    assert table.loc[("text", "replay", "average_accuracy"), ("custom:ag_news", "n")] == 2
+    assert "| BWT | – |" in to_markdown(table)

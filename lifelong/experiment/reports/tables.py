@@ -115,9 +115,19 @@ def _metric(record: RunRecord, key: str) -> float | None:
     return float(value) if _is_number(value) and math.isfinite(value) else None
 
 
+def _has(record: RunRecord, key: str) -> bool:
+    """Whether ``metrics.json`` has the key (null included: undefined for this run)."""
+    value: Any = record.metrics
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
 def _check_metrics(records: list[RunRecord], metrics: tuple[str, ...]) -> None:
     for metric in metrics:
-        if all(_metric(r, metric) is None for r in records):
+        if not any(_has(r, metric) for r in records):
             keys = sorted({k for r in records for k in r.metrics})
             raise RunDirError(f"no run has metric {metric!r}; metrics.json keys: {keys}")
 
