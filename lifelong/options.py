@@ -281,11 +281,6 @@ def _strip_owner(message: str, cls: type) -> str:
     return message[len(prefix) :] if message.startswith(prefix) else message
 
 
-def field_names(cls: type) -> list[str]:
-    """The option names of an options dataclass, in declaration order."""
-    return [f.name for f in dataclasses.fields(cls)]
-
-
 @option_group
 class NoOptions:
     """A strategy without options."""

@@ -67,7 +67,7 @@ class AGEM:
     """Gradient projection against episodic memories; memory writes as in MbPA++.
 
     Args:
-        context: Model, collator and optimiser settings.
+        context: Model, task kind and optimiser settings.
         options: Projection schedule, memory batch and write probability.
 
     """

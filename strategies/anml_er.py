@@ -86,7 +86,7 @@ class ANMLER(OMLER):
     """ANML with experience replay: a gated prediction network adapted in the inner loop.
 
     Args:
-        context: Model, collator, outer learning rate and batch size.
+        context: Model, task kind, outer learning rate and batch size.
         options: As OML-ER's.
 
     """

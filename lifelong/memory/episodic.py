@@ -102,11 +102,6 @@ class EpisodicMemory:
         """The fields of the stored examples (empty until the first write)."""
         return tuple(self._fields)
 
-    def nbytes(self) -> int:
-        """Bytes held by the stored examples and keys."""
-        values = sum(4 * int(store.length[: self._size].sum()) for store in self._fields.values())
-        return values + int(self._keys[: self._size].nbytes)
-
     # -- writing ---------------------------------------------------------------------------
     def write(self, examples: ExampleRecords, keys: KeySource) -> np.ndarray:
         """Offer examples to memory; the write policy decides which are stored.

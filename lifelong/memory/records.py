@@ -65,21 +65,6 @@ class ExampleRecords:
         """The same examples with only the fields ``names`` (what memory stores)."""
         return ExampleRecords({k: self[k] for k in names})
 
-    @staticmethod
-    def concat(parts: Sequence[ExampleRecords]) -> ExampleRecords:
-        """The examples of several record batches, in order (same fields required)."""
-        parts = [p for p in parts if len(p)] or list(parts[:1])
-        if not parts:
-            raise ValueError("concat needs at least one batch of records")
-        names = parts[0].names
-        if any(p.names != names for p in parts):
-            raise ValueError(f"cannot concatenate records with fields {[p.names for p in parts]}")
-        return ExampleRecords({k: sum((p[k] for p in parts), ()) for k in names})
-
-    def nbytes(self) -> int:
-        """Bytes of the stored integers."""
-        return sum(int(a.nbytes) for rows in self.fields.values() for a in rows)
-
 
 class RaggedStore:
     """Growable storage of one record field: slot -> int32 array, in one flat buffer.
