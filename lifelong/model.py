@@ -84,11 +84,16 @@ class Batch:
             offsets=move(self.offsets),
         )
 
-    def select(self, indices: Sequence[int] | np.ndarray) -> Batch:
-        """The rows ``indices``, trimmed to their longest row (groups kept, records dropped)."""
+    def select(self, indices: Sequence[int] | np.ndarray, *, trim: bool = True) -> Batch:
+        """The rows ``indices`` (groups kept, records dropped).
+
+        With ``trim`` they are cut to their longest row; without, they keep the batch's width
+        (to line up with token vectors already computed on the whole batch).
+        """
         idx = torch.as_tensor(np.asarray(indices, dtype=np.int64))
         mask = self.attention_mask[idx]
         width = int(mask.sum(dim=1).max()) if len(idx) else 0
+        width = width if trim else mask.shape[1]
         return Batch(
             self.input_ids[idx, :width],
             mask[:, :width],
@@ -101,11 +106,14 @@ class Batch:
         """Row indices of one example."""
         return torch.nonzero(self.row_groups == example).squeeze(1).numpy()
 
-    def examples_at(self, indices: Sequence[int] | np.ndarray) -> Batch:
-        """The rows of the examples ``indices`` (in that order), groups renumbered 0.."""
+    def examples_at(self, indices: Sequence[int] | np.ndarray, *, trim: bool = True) -> Batch:
+        """The rows of the examples ``indices`` (in that order), groups renumbered 0..
+
+        ``trim`` as for `select`.
+        """
         indices = [int(i) for i in np.asarray(indices).reshape(-1)]
         rows = [self.example_rows(i) for i in indices]
-        part = self.select(np.concatenate(rows) if rows else np.zeros(0, np.int64))
+        part = self.select(np.concatenate(rows) if rows else np.zeros(0, np.int64), trim=trim)
         part.groups = (
             None
             if self.groups is None

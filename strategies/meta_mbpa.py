@@ -208,7 +208,7 @@ class MetaMbPA:
         for i, slots in enumerate(neighbours):
             examples = [position[int(s)] for s in slots]
             rows = torch.as_tensor(np.concatenate([stored.example_rows(e) for e in examples]))
-            near = stored.examples_at(examples)  # labels and groups of those rows
+            near = stored.examples_at(examples, trim=False)  # their labels, groups, masks
 
             def la_loss(q: Params, rows: torch.Tensor = rows, near: Batch = near) -> torch.Tensor:
                 return criterion(functional_call(head, q, (features.rows(rows),)), near)
@@ -218,7 +218,7 @@ class MetaMbPA:
             )
             own = torch.as_tensor(batch.example_rows(i))
             logits = functional_call(head, adapted, (inputs.rows(own),))
-            losses.append(criterion(logits, batch.examples_at([i])))
+            losses.append(criterion(logits, batch.examples_at([i], trim=False)))
         return torch.stack(losses).mean()
 
     def current_lr(self) -> float:

@@ -65,7 +65,7 @@ def main() -> None:
 
     seed_everything(args.seed)
     trained, stream, task = train(args.seed)
-    model, writer = trained.model, trained.replay.writer
+    model, writer = trained.trainer.model, trained.replay.writer
     writer.memory = diversity_memory(writer, stream, task, args.memory_rate, args.seed)
     memory = writer.memory
     print(f"memory: {len(memory)} of 1500 stream examples (diversity writes)", flush=True)
@@ -84,8 +84,8 @@ def main() -> None:
     rows = {}
     rows["MbPA++ reference"] = timed(lambda b: reference.logits(b).argmax(-1), batch)
     print(f"  reference done in {rows['MbPA++ reference'][0]:.0f} s", flush=True)
-    rows["Meta-MbPA coarse"] = timed(lambda b: meta.predict_set([b])[0], batch)
-    rows["OML-ER meta-test"] = timed(lambda b: oml.predict_set([b])[0], batch)
+    rows["Meta-MbPA coarse"] = timed(lambda b: meta.predict_set([b])[0].argmax(-1), batch)
+    rows["OML-ER meta-test"] = timed(lambda b: oml.predict_set([b])[0].argmax(-1), batch)
     with torch.no_grad():
         rows["no adaptation"] = timed(
             lambda b: model.eval()(b.input_ids, b.attention_mask).argmax(-1), batch

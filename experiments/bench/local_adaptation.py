@@ -109,7 +109,7 @@ def main() -> None:
         f"memory holds {len(strategy.replay.memory)} examples",
         flush=True,
     )
-    model, writer = strategy.model, strategy.replay.writer
+    model, writer = strategy.trainer.model, strategy.replay.writer
     batch = test_batch(stream, task, args.examples, args.seed)
     n = model.encoder.num_layers
 

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import torch
 
-from lifelong.memory import EpisodicMemory
+from lifelong.memory import EpisodicMemory, ExampleRecords
 
 
 def torch_nearest(keys: torch.Tensor, queries: torch.Tensor, k: int) -> torch.Tensor:
@@ -51,8 +51,8 @@ def main() -> None:
     keys = rng.normal(size=(args.keys, args.dim)).astype(np.float32)
     queries = rng.normal(size=(args.queries, args.dim)).astype(np.float32)
     memory = EpisodicMemory(args.dim)
-    tokens = [np.zeros(1, np.int32)] * args.keys
-    memory.write(tokens, np.zeros(args.keys, np.int64), keys)
+    examples = ExampleRecords.build(label=[[0]] * args.keys)  # the values do not matter here
+    memory.write(examples, keys)
     memory.nearest(queries[:1], args.k)  # build the index outside the timing
 
     keys_t, queries_t = torch.from_numpy(keys), torch.from_numpy(queries)
@@ -73,7 +73,7 @@ def main() -> None:
     print(f"  neighbour agreement: {overlap:.4f}")
     if args.hnsw:
         hnsw = EpisodicMemory(args.dim, index="HNSW32")
-        hnsw.write(tokens, np.zeros(args.keys, np.int64), keys)
+        hnsw.write(examples, keys)
         start = time.perf_counter()
         hnsw.nearest(queries[:1], args.k)
         build = time.perf_counter() - start

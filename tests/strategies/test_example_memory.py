@@ -154,3 +154,14 @@ def test_meta_mbpa_pools_and_replays_examples(tokenizer, fewrel):
     assert len(slots) <= 3 * 2 and np.isclose(weights.sum(), 1.0)  # examples: 3 inputs x K
     scores = strategy.predict_set([kind(list(fewrel.tasks[0].test[:3]))])[0]
     assert scores.shape == (len(kind(list(fewrel.tasks[0].test[:3]))), 2)
+
+
+def test_meta_mbpa_head_meta_step_on_qa_windows(tokenizer, qa):
+    """Span scores of memory and stream rows line up with their (untrimmed) masks."""
+    kind = qa_kind(tokenizer)
+    options = {"k": 2, "write_rate": 1.0, "beta": 1e-3, "steps": 1, "meta_scope": "head"}
+    strategy = registry.build("meta-mbpa", context(kind), {**options, "adapt_scope": "head"})
+    feed(strategy, kind, qa.tasks[0].train[:12])
+    assert len(strategy.memory) > 0 and np.isfinite(
+        strategy.observe(kind(list(qa.tasks[1].train[:4])))["loss"]
+    )

@@ -22,7 +22,7 @@ def test_ragged_store_overwrites_and_compacts_without_losing_a_slot():
     store, mirror = RaggedStore(), {}
     store.put(np.arange(10), [np.full(5, i, np.int32) for i in range(10)])
     mirror.update({i: [i] * 5 for i in range(10)})
-    for step in range(3000):  # overwrites leave garbage; compaction must keep the live rows
+    for _ in range(3000):  # overwrites leave garbage; compaction must keep the live rows
         slot = int(rng.integers(10))
         row = rng.integers(0, 100, size=int(rng.integers(1, 9))).astype(np.int32)
         store.put(np.array([slot]), [row])
