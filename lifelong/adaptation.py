@@ -30,7 +30,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from lifelong.encoders.base import attention_implementation
-from lifelong.model import Batch, Classifier
+from lifelong.model import PADDING_SCORE, Batch, Classifier
 from lifelong.options import (
     Choice,
     NonNegativeFloat,
@@ -107,10 +107,6 @@ def summed_gradient(
         return total
 
     return gradient
-
-
-PADDING_SCORE = -1e4
-"""Token score given to padding positions when per-example token scores are re-padded."""
 
 
 def frozen_prefix(

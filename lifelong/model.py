@@ -123,6 +123,10 @@ class Batch:
         return part
 
 
+PADDING_SCORE = -1e4
+"""Token score of a padding position: out of every span softmax and every decoded span."""
+
+
 def task_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """Cross-entropy per row for label and span heads.
 

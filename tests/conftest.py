@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from lifelong.encoders import load_encoder, load_tokenizer
+from lifelong.memory import ExampleRecords
 from lifelong.model import Classifier
 from lifelong.strategy import StrategyContext
 from lifelong.tasks import TaskSettings, build_task
@@ -68,3 +70,13 @@ def toy_stream(n_train: int = 16, n_test: int = 8) -> TaskStream:
 @pytest.fixture
 def stream() -> TaskStream:
     return toy_stream()
+
+
+def records(tokens, labels):
+    """Classification-style memory records: token ids and one label per example."""
+    return ExampleRecords.build(tokens=tokens, label=[[int(y)] for y in np.asarray(labels)])
+
+
+def write(memory, tokens, labels, keys):
+    """Write classification-style examples to an episodic memory."""
+    return memory.write(records(tokens, labels), keys)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lifelong.files import atomic_write_bytes
-from lifelong.memory.policies import WriteAll, WritePolicy, policy_from_state
+from lifelong.memory.policies import WriteAll, WritePolicy, fresh_policy, policy_from_state
 from lifelong.memory.records import ExampleRecords, RaggedStore
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class EpisodicMemory:
         """Forget every stored example; the policy's counters restart, the generator goes on."""
         self._size, self._fields, self._index, self._indexed = 0, {}, None, 0
         self._keys = np.zeros((0, self.key_dim), dtype=np.float32)
-        self.policy.load_state({**self.policy.state(), "seen": 0, "written": 0, "novelty_sum": 0})
+        self.policy = fresh_policy(self.policy.state())
 
     # -- reading ---------------------------------------------------------------------------
     def get(self, slots: np.ndarray) -> MemoryItems:

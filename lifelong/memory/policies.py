@@ -251,10 +251,14 @@ def make_policy(name: str, **options: Any) -> WritePolicy:
         raise ValueError(f"write policy {name!r}: bad options {options}: {err}") from None
 
 
-def policy_from_state(state: dict[str, Any]) -> WritePolicy:
-    """Rebuild a policy from what its `state` returned."""
+def fresh_policy(state: dict[str, Any]) -> WritePolicy:
+    """A policy with the settings of a `state` and its counters at zero."""
     counters = ("name", "seen", "written", "novelty_sum")
-    options = {k: v for k, v in state.items() if k not in counters}
-    policy = make_policy(state["name"], **options)
+    return make_policy(state["name"], **{k: v for k, v in state.items() if k not in counters})
+
+
+def policy_from_state(state: dict[str, Any]) -> WritePolicy:
+    """Rebuild a policy from what its `state` returned, counters included."""
+    policy = fresh_policy(state)
     policy.load_state(state)
     return policy

@@ -32,7 +32,7 @@ import torch
 
 from lifelong.heads import SpanHead
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import Batch, task_loss
+from lifelong.model import PADDING_SCORE, Batch, task_loss
 from lifelong.tasks.base import Settings, TaskSettings, Tokens, group_mean, pad_rows
 from lifelong.tasks.settings import check_windows
 
@@ -212,10 +212,6 @@ class QA:
             [e.text_pair or "" for e in examples],
             self.max_answer_length,
         )
-
-
-PADDING_SCORE = -1e4
-"""Start/end score of a padding position: out of every softmax and every decoded span."""
 
 
 def span_scores(logits: torch.Tensor, batch: Batch) -> torch.Tensor:

@@ -5,20 +5,11 @@ from hypothesis import strategies as st
 
 from lifelong.memory import (
     EpisodicMemory,
-    ExampleRecords,
     MemoryFileError,
     RandomWrite,
     ReservoirWrite,
 )
-
-
-def records(tokens, labels):
-    """Classification-style records: token ids and one label per example."""
-    return ExampleRecords.build(tokens=tokens, label=[[int(y)] for y in np.asarray(labels)])
-
-
-def write(memory, tokens, labels, keys):
-    return memory.write(records(tokens, labels), keys)
+from tests.conftest import write
 
 
 def rows(n, rng, vocab=1000):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lifelong.memory import EpisodicMemory, ExampleRecords
+from lifelong.memory import EpisodicMemory
 from lifelong.memory.policies import (
     DiversityWrite,
     RandomWrite,
@@ -10,15 +10,7 @@ from lifelong.memory.policies import (
     make_policy,
     policy_from_state,
 )
-
-
-def records(tokens, labels):
-    """Classification-style records: token ids and one label per example."""
-    return ExampleRecords.build(tokens=tokens, label=[[int(y)] for y in np.asarray(labels)])
-
-
-def write(memory, tokens, labels, keys):
-    return memory.write(records(tokens, labels), keys)
+from tests.conftest import write
 
 
 def test_write_all_appends_everything():
