@@ -5,9 +5,10 @@ nearest memories {(x_k, y_k)}:
 
     W_x = argmin_W~  λ ||W~ − W||²  −  Σ_k α_k log p(y_k | x_k; W~),   α_k = 1/K,
 
-approximated by L gradient steps from W; the base weights W are never modified. `local_adapt`
-is that inner loop, written once as a pure function over a parameter dict so that MbPA, MbPA++,
-Meta-MbPA, OML-ER and ANML-ER share it (and it can run under ``torch.func.vmap``).
+approximated by L gradient steps from W (SGD with momentum, as EM-in-LLL takes them); the
+base weights W are never modified. `local_adapt` is that inner loop, written once as a pure
+function over a parameter dict so that MbPA, MbPA++, Meta-MbPA, OML-ER and ANML-ER share it
+(and it can run under ``torch.func.vmap``).
 
 `LocalAdapter` applies it at test time along two paths:
 
@@ -37,6 +38,7 @@ from lifelong.options import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    Range,
     option_group,
 )
 from lifelong.replay import EpisodicWriter
@@ -52,6 +54,7 @@ def local_adapt(
     steps: int,
     lr: float,
     l2: float,
+    momentum: float = 0.0,
     anchor: Params | None = None,
     first_order: bool = False,
     gradient: Callable[[Params], Params] | None = None,
@@ -64,12 +67,21 @@ def local_adapt(
     (second-order meta-learning), or, with ``first_order``, treating them as constants
     (FOMAML: d W_x / d W = identity).
 
+    With ``momentum`` μ > 0 the steps are heavy-ball SGD exactly as ``torch.optim.SGD(lr,
+    momentum=μ)`` takes them (no dampening, no Nesterov): b_1 = g_1, b_t = μ b_(t−1) + g_t,
+    W~ ← W~ − lr · b_t, where g_t is the gradient of the whole objective, L2 term included.
+    That is EM-in-LLL's local adaptation (Daikon-Sun/EM-in-LLL ``test.py``: ``optim.SGD(...,
+    momentum=0.9)`` on ``CE + λ Σ (W − W~)²``). The momentum buffer is a new tensor each step,
+    so the function stays pure and ``vmap``-safe. μ = 0 (the default, as in the one-step inner
+    loops of Meta-MbPA, OML-ER and ANML-ER) is plain SGD.
+
     Args:
         loss_fn: Maps a parameter dict to the (mean, i.e. α_k = 1/K) loss on the neighbours.
         params: The starting weights W (only the adapted subset).
         steps: L, the number of gradient steps.
         lr: Step size.
         l2: λ, the weight of the pull back to the anchor.
+        momentum: μ, the heavy-ball momentum (0: plain SGD).
         anchor: Weights of the L2 pull (default: ``params``, detached).
         first_order: Detach the inner gradients from the graph (first-order meta-gradient).
         gradient: Computes d loss / d W~ instead of ``torch.func.grad(loss_fn)`` (e.g.
@@ -81,12 +93,18 @@ def local_adapt(
     """
     anchor = {k: v.detach() for k, v in (anchor or params).items()}
     step = gradient or grad(loss_fn)
+    buffer: Params | None = None  # the momentum buffer b_t (torch.optim.SGD's momentum_buffer)
     for _ in range(steps):
         grads = step(params)
         if first_order:
             grads = {k: g.detach() for k, g in grads.items()}
         # d/dW~ of λ||W~ − W||² is 2λ(W~ − W): added in closed form, not through autograd
-        params = {k: v - lr * (grads[k] + 2 * l2 * (v - anchor[k])) for k, v in params.items()}
+        direction = {k: grads[k] + 2 * l2 * (v - anchor[k]) for k, v in params.items()}
+        if momentum:
+            if buffer is not None:  # the first step's buffer is the gradient itself
+                direction = {k: momentum * buffer[k] + d for k, d in direction.items()}
+            buffer = direction
+        params = {k: v - lr * direction[k] for k, v in params.items()}
     return params
 
 
@@ -188,14 +206,21 @@ Scope = Annotated[str, Choice("all", "head", pattern=r"top[1-9][0-9]*", pattern_
 class LocalAdaptationOptions:
     """Local adaptation on K neighbours (de Masson d'Autume et al., 2019, §3.3 and §4.2).
 
-    K = 32 neighbours, L = 30 steps, λ = 1e-3 are the paper's; the step size is not given there
-    (1e-3 is EM-in-LLL's ``adapt_lr``, Daikon-Sun/EM-in-LLL ``settings.py``).
+    K = 32 neighbours, L = 30 steps and λ = 1e-3 are the paper's (K = 32 and λ = 1e-3 are also
+    EM-in-LLL's ``n_neighbors`` / ``adapt_lambda``; its ``adapt_steps`` default is 20, we keep
+    the paper's L). The paper gives no optimiser for the L steps: the step size 2e-3 and the
+    momentum 0.9 are EM-in-LLL's (Daikon-Sun/EM-in-LLL ``settings.py`` ``--adapt_lr 2e-3`` and
+    ``test.py`` ``optim.SGD(..., lr=args.adapt_lr, momentum=0.9)``). λ enters as
+    ``λ ||W~ − W||²``, a plain sum of squares without a ½, as in the paper's objective and in
+    ``test.py`` (``adapt_lambda * torch.sum((org_params - params)**2)``), so λ = 1e-3 means the
+    same in all three.
     """
 
     k: PositiveInt = 32  # K: neighbours retrieved per input
-    steps: NonNegativeInt = 30  # L: gradient steps of local adaptation
+    steps: NonNegativeInt = 30  # L: gradient steps of local adaptation (paper; EM-in-LLL: 20)
     l2: NonNegativeFloat = 1e-3  # λ: pull of the adapted weights back to the base weights
-    adapt_lr: PositiveFloat = 1e-3  # SGD step size of local adaptation
+    adapt_lr: PositiveFloat = 2e-3  # SGD step size of local adaptation (EM-in-LLL)
+    momentum: Annotated[float, Range(0, 1, max_open=True)] = 0.9  # heavy-ball μ (EM-in-LLL)
     adapt_scope: Scope = "all"  # "all" (the paper), "top<N>" (top N layers + head) or "head"
 
 
@@ -247,7 +272,7 @@ class LocalAdapter:
     Args:
         model: The trained model; its parameters are only read.
         writer: The episodic memory (and key network) to retrieve from.
-        options: K, L, λ, step size, scope, path and retrieval.
+        options: K, L, λ, step size, momentum, scope, path and retrieval.
         seed: Seed of random retrieval.
 
     """
@@ -291,7 +316,7 @@ class LocalAdapter:
 
     def _adapt_kwargs(self) -> dict[str, Any]:
         o = self.options
-        return {"steps": o.steps, "lr": o.adapt_lr, "l2": o.l2}
+        return {"steps": o.steps, "lr": o.adapt_lr, "l2": o.l2, "momentum": o.momentum}
 
     # -- the paper's procedure ---------------------------------------------------------------
     def reference_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:

@@ -132,14 +132,3 @@ def adapt_head(
 
         params = local_adapt(loss, params, steps=1, lr=lr, l2=0.0, first_order=True)
     return params
-
-
-def head_scores(
-    head: nn.Module, params: Params, features: Callable[[Batch], EncoderOutput], batch: Batch
-) -> torch.Tensor:
-    """Logits of ``head`` with weights ``params`` over ``features(batch)`` (the encoder output).
-
-    Returns (n, num_labels) for a classification head, (n, t, 2) for a span head.
-    """
-    with torch.no_grad():
-        return functional_call(head, params, (features(batch),))

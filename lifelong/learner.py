@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
+from lifelong.metrics import pooled_accuracy
 from lifelong.strategy import Strategy
 from lifelong.tasks import TaskKind
 from streams.core import Example, TaskStream, batches
@@ -90,6 +91,7 @@ class StreamResult:
         metric: Name of the main metric: ``"accuracy"`` or ``"f1"``.
         secondary: Other metrics (QA: ``"exact_match"``), each (T + 1, T): the untrained row
             first, then one row per trained task.
+        test_sizes: Test examples of each task, shape (T,) (for the pooled metric).
 
     """
 
@@ -98,6 +100,17 @@ class StreamResult:
     before: np.ndarray
     metric: str = "accuracy"
     secondary: dict[str, np.ndarray] = field(default_factory=dict)
+    test_sizes: np.ndarray | None = None
+
+    def pooled(self, row: int = -1) -> float | None:
+        """The main metric over the union of every task's test set, after training row ``row``.
+
+        Each task's score weighted by its test-set size (`lifelong.metrics.pooled_accuracy`):
+        the one number Holla et al. (2020) report for FewRel. ``None`` without sizes or rows.
+        """
+        if not len(self.accuracy):
+            return None
+        return pooled_accuracy(self.accuracy, self.test_sizes, row)
 
 
 def evaluate_metrics(
@@ -155,6 +168,7 @@ def evaluate_all_metrics(
     Keyword arguments (``batch_size``, ``progress``) are those of `evaluate_metrics`.
     """
     _hook(strategy, "on_eval_start")
+    _hook(strategy, "on_eval_sets", [task.test for task in stream])  # every test set, up front
     per_task = [
         evaluate_metrics(strategy, task.test, kind, desc=f"eval {task.name}", **kw)
         for task in stream
@@ -184,7 +198,9 @@ def run_stream(
 
     Training examples are shuffled within each task (seeded) and given to ``strategy.observe``
     in mini-batches that carry no task identifier. The optional hooks ``on_task_start(i)`` and
-    ``on_task_end(i)`` tell strategies that need them where the boundaries are.
+    ``on_task_end(i)`` tell strategies that need them where the boundaries are;
+    ``on_stream_start(stream)`` hands the whole stream to a strategy that is not continual on
+    purpose (MTL's joint training), before training starts or resumes.
 
     Args:
         stream: The tasks in training order.
@@ -205,6 +221,7 @@ def run_stream(
     """
     T = len(stream)
     position = start or StreamPosition()
+    _hook(strategy, "on_stream_start", stream)  # on a resume too: it must rebuild, not reset
 
     def evaluate_now() -> np.ndarray:
         rows = evaluate_all_metrics(
@@ -230,7 +247,8 @@ def run_stream(
         _save(checkpointer, strategy, position)
     R = np.vstack(position.rows) if position.rows else np.zeros((0, T))
     secondary = {name: np.vstack(rows) for name, rows in position.secondary.items()}
-    return StreamResult(stream.task_names, R, position.before, position.metric, secondary)
+    sizes = np.array([len(task.test) for task in stream])
+    return StreamResult(stream.task_names, R, position.before, position.metric, secondary, sizes)
 
 
 def _train_task(
@@ -277,7 +295,7 @@ def _save(checkpointer: Checkpointer | None, strategy: Strategy, position: Strea
         checkpointer.save(strategy, position)
 
 
-def _hook(strategy: Strategy, name: str, *args: int) -> None:
+def _hook(strategy: Strategy, name: str, *args: object) -> None:
     hook = getattr(strategy, name, None)
     if callable(hook):
         hook(*args)

@@ -10,7 +10,7 @@ drawn uniformly from memory (the paper: 100 per 10,000). `SparseReplay` puts the
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch
 from lifelong.options import PositiveFloat, PositiveInt, Probability, Range, option_group
 from lifelong.strategy import StrategyContext
+from lifelong.training import Trainer, train_step
 
 
 @option_group
@@ -31,6 +32,25 @@ class ReplayOptions:
 
 
 @option_group
+class ReplayLossOptions:
+    """How a replay's loss is formed from its ⌊r·R_I⌋ examples."""
+
+    # "mean" over the examples, one update (MbPA++: EM-in-LLL train.py), or "sum_batches", the
+    # sum of the mean losses of its ⌊r·R_I / b⌋ mini-batches of b (Holla et al.: cls_replay.py,
+    # rel_replay.py; the replay query of cls_oml.py / cls_anml.py / cls_maml.py)
+    replay_mode: Literal["mean", "sum_batches"] = "mean"
+
+
+@option_group
+class ReplayClipOptions:
+    """The clip of a replay update's gradient, apart from the other updates'."""
+
+    # None: the strategy's max_grad_norm, the clip of every update (EM-in-LLL clips every update
+    # at 1); 0: none
+    replay_grad_norm: Annotated[float, Range(min=0)] | None = None
+
+
+@option_group
 class WriteOptions:
     """Which stream examples are written to episodic memory."""
 
@@ -39,9 +59,22 @@ class WriteOptions:
 
 @option_group
 class ClipOptions:
-    """Gradient clipping of a strategy's updates."""
+    """Gradient clipping of a strategy's updates.
+
+    The default, 1 on every update, is EM-in-LLL's (``train.py`` ``update_parameters``); the
+    strategies of Holla et al.'s papers (seq, replay, A-GEM, MTL, OML-ER, ANML-ER, MAML-ER)
+    override it with their code's (no clip, but REPLAY's replay update).
+    """
 
     max_grad_norm: Annotated[float, Range(min=0)] = 1.0  # clip the update's norm (0 = none)
+
+
+def paper_replay_clip(kind: str) -> float:
+    """Holla et al.'s clip of the replay update: 25 (``cls_replay.py``), 10 for FewRel.
+
+    FewRel's 10 is ``rel_replay.py``'s; their other updates are never clipped.
+    """
+    return 10.0 if kind == "relation" else 25.0
 
 
 class ReplaySchedule:
@@ -188,6 +221,10 @@ class SparseReplay:
         self.schedule = ReplaySchedule.from_options(options)
         self.chunk = options.replay_chunk
         self.writer = writer or EpisodicWriter(context, write_prob)
+        self.mode = getattr(options, "replay_mode", "mean")  # `ReplayLossOptions`
+        self.batch_size = context.batch_size
+        clip = getattr(options, "replay_grad_norm", None)  # `ReplayClipOptions`
+        self.grad_norm = getattr(options, "max_grad_norm", 0.0) if clip is None else clip
 
     @property
     def memory(self) -> EpisodicMemory:
@@ -213,6 +250,33 @@ class SparseReplay:
         return [
             self.writer.batch(slots[i : i + self.chunk]) for i in range(0, len(slots), self.chunk)
         ]
+
+    def loss_scale(self, examples: int) -> float:
+        """The factor on a replay's mean loss: 1 (``"mean"``), or its mini-batches of b.
+
+        ``"sum_batches"`` sums the mean losses of ⌊n / b⌋ mini-batches of b (Holla et al.'s
+        ``replay_steps = int(replay_every * replay_rate / mini_batch_size)``), which equals n / b
+        times the mean over the n examples when the loss averages over examples.
+        """
+        if self.mode == "mean":
+            return 1.0
+        return max(1.0, float(examples // self.batch_size))
+
+    def update(self, trainer: Trainer) -> float:
+        """One replay update of ``trainer``'s model on a fresh replay sample; its mean loss.
+
+        The loss is scaled by `loss_scale` and the gradient clipped at ``grad_norm`` (this
+        update's own clip), whatever the trainer clips its other updates at.
+        """
+        slots = self.sample()
+        batches = self.replay_batches(slots)
+        return train_step(
+            trainer.model,
+            trainer.optimizer,
+            batches,
+            max_grad_norm=self.grad_norm,
+            scale=self.loss_scale(len(slots)),
+        )
 
     def report(self) -> dict[str, float]:
         """The memory's report and the number of replays."""

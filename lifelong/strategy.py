@@ -4,8 +4,11 @@ A strategy is a class with a ``name``, a one-line ``description``, an ``Options`
 (`lifelong.options`) and a constructor ``(context, options)``. The learner calls ``observe``
 for every training mini-batch (no task identifier) and ``predict`` (row scores, e.g. logits)
 for every evaluation batch. Hooks are optional: a strategy that needs task boundaries (e.g.
-online EWC) defines ``on_task_start`` / ``on_task_end``; one that must see the evaluation
-phases defines ``on_eval_start`` / ``on_eval_end``; one that adapts once per test set defines
+online EWC) defines ``on_task_start`` / ``on_task_end``; an upper bound that must see every
+task from the start (MTL) defines ``on_stream_start(stream)``; one that must see the evaluation
+phases defines ``on_eval_start`` / ``on_eval_end`` (and ``on_eval_sets(test_sets)``, which gets
+every task's test examples before any is predicted: Meta-MbPA's coarse adaptation once for the
+whole evaluation); one that adapts once per test set defines
 ``predict_set(batches)`` returning one score tensor per batch (the learner then hands it each
 test set whole); one with end-of-run numbers (e.g. the examples its memory holds and its write
 rate) defines ``report()``, whose dict lands in the run's ``metrics.json`` under ``"strategy"``.

@@ -13,16 +13,24 @@ from torch import nn
 from lifelong.model import Batch, Classifier
 
 
-def make_optimizer(model: nn.Module, lr: float) -> torch.optim.Optimizer:
-    """AdamW over the trainable parameters (MbPA++ uses Adam, lr 3e-5, for BERT)."""
-    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
+    """AdamW over the trainable parameters, without weight decay by default.
+
+    Both reference implementations decay no weight: Holla et al.'s ``cls_baseline.py`` uses
+    transformers' ``AdamW(params, lr)`` (weight decay 0) and EM-in-LLL's ``train.py``
+    ``weight_decay=0``; torch's own AdamW default would be 0.01. MbPA++ trains BERT with Adam at
+    lr 3e-5 (de Masson d'Autume et al., 2019, §4.2).
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
 
 
-def accumulate(model: Classifier, batches: Batch | Sequence[Batch]) -> float:
+def accumulate(model: Classifier, batches: Batch | Sequence[Batch], *, scale: float = 1.0) -> float:
     """Back-propagate the loss of chunks of one large batch; return its mean.
 
     Each chunk's mean loss is weighted by its share of the loss's units, so the gradients equal
-    those of a single batch holding every chunk.
+    those of a single batch holding every chunk; ``scale`` multiplies the loss that is
+    back-propagated (e.g. a sum over mini-batches), not the mean returned.
     """
     chunks = [batches] if isinstance(batches, Batch) else list(batches)
     sizes = [model.loss_units(c) for c in chunks]
@@ -30,7 +38,7 @@ def accumulate(model: Classifier, batches: Batch | Sequence[Batch]) -> float:
     loss_sum = 0.0
     for chunk, size in zip(chunks, sizes):
         loss = model.loss(chunk) * (size / total)
-        loss.backward()
+        (loss * scale).backward()
         loss_sum += float(loss.detach())
     return loss_sum
 
@@ -47,6 +55,7 @@ def train_step(
     batches: Batch | Sequence[Batch],
     *,
     max_grad_norm: float | None = 1.0,
+    scale: float = 1.0,
 ) -> float:
     """One optimiser update on one batch, or on several accumulated as a single batch.
 
@@ -56,6 +65,7 @@ def train_step(
         batches: A batch, or chunks of one large batch; their gradients are averaged over all
             loss units, so the update equals that of a single batch holding them all.
         max_grad_norm: Gradient-norm clip (``None`` or 0 to disable).
+        scale: Factor on the back-propagated loss (see `accumulate`).
 
     Returns:
         The mean loss.
@@ -63,7 +73,7 @@ def train_step(
     """
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    loss = accumulate(model, batches)
+    loss = accumulate(model, batches, scale=scale)
     clip(model, max_grad_norm)
     optimizer.step()
     return loss

@@ -3,19 +3,22 @@
 Each update's gradient g is checked against a reference gradient g_ref computed on a batch of
 episodic memories; if they conflict (g · g_ref < 0), g is projected onto the half-space where
 the memory loss does not increase:  g ← g − (g · g_ref / g_ref · g_ref) g_ref.
-``project="every_step"`` checks every update against ``memory_batch`` random memories;
-``project="replay_steps"`` only the updates on which sparse replay would fire (every R_I
-examples, with floor(r * R_I) memories), as in MbPA++'s A-GEM baseline.
+``project="replay_steps"`` (the default) checks only the updates on which sparse replay would
+fire (every R_I examples, with floor(r * R_I) memories), as both papers' A-GEM baselines do
+(de Masson d'Autume et al., 2019, §4.2; Holla et al.'s ``models/cls_agem.py`` projects only when
+``(iter + 1) % replay_freq == 0``); ``project="every_step"`` checks every update against
+``memory_batch`` random memories, as Chaudhry et al.'s original A-GEM. Like ``cls_agem.py``,
+no update is clipped by default.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 
 from lifelong.model import Batch, Classifier
-from lifelong.options import PositiveInt, option_group
+from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
 from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
@@ -26,8 +29,9 @@ from lifelong.training import Trainer, accumulate
 class AGEMOptions(ReplayOptions, WriteOptions, ClipOptions):
     """When to project, and on how many memories (plus replay rate, writes and clipping)."""
 
-    project: Literal["every_step", "replay_steps"] = "every_step"  # when g is checked
+    project: Literal["every_step", "replay_steps"] = "replay_steps"  # cls_agem.py
     memory_batch: PositiveInt = 32  # memory examples behind g_ref with project="every_step"
+    max_grad_norm: Annotated[float, Range(min=0)] = 0.0  # cls_agem.py never clips
 
 
 def project_gradient(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:

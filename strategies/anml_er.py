@@ -6,11 +6,13 @@ by element:
 
     f(x) = g_W2(e_W1(x) ⊙ h_φ(x)),
 
-with e_W1 the trainable encoder and g_W2 the linear head. Episodes, replay queries and the
-meta-test are OML-ER's (see `strategies.oml_er`); the inner loop adapts the whole prediction
-network (encoder and head: one functional SGD step per support batch), and the outer loop
-updates the prediction network and the gate with first-order gradients. The frozen encoder of
-h_φ is kept out of every optimiser.
+with e_W1 the trainable encoder and g_W2 the linear head. Episodes and replay queries are OML-ER's
+(see `strategies.oml_er`); the inner loop adapts the whole prediction network (encoder and head:
+one functional SGD step per support batch, the gate fixed), and the outer loop updates the
+prediction network and the gate with first-order gradients. The meta-test runs that same inner
+loop on m random memory batches, so it too adapts the whole prediction network with the gate
+fixed (Holla's ``cls_anml.py`` ``evaluate()``), not only the head as OML-ER does. The frozen
+encoder of h_φ is kept out of every optimiser.
 """
 
 from __future__ import annotations
@@ -98,11 +100,6 @@ class ANMLER(OMLER):
 
     def _build_net(self, context: StrategyContext) -> nn.Module:
         return GatedClassifier(context.model, Neuromodulator(context.model.encoder))
-
-    def features(self, batch: Batch) -> EncoderOutput:
-        """The gated encoder output, without gradient."""
-        with torch.no_grad():
-            return self.net.features(batch.input_ids, batch.attention_mask).detach()
 
     def inner_loop(self, support: Sequence[Batch]) -> Params:
         """Prediction-network weights after one SGD step per support batch (gate fixed)."""

@@ -9,6 +9,7 @@ ablation showing that retrieval by the key network matters.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 import torch
@@ -16,15 +17,35 @@ import torch
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.model import Batch
 from lifelong.options import option_group
-from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
+from lifelong.replay import (
+    ClipOptions,
+    ReplayClipOptions,
+    ReplayLossOptions,
+    ReplayOptions,
+    SparseReplay,
+    WriteOptions,
+)
 from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer
+from strategies.mbpa import TaskOptimizerOptions, TaskSchedule
 
 
 @option_group
-class MbPAPlusPlusOptions(ReplayOptions, AdaptationOptions, WriteOptions, ClipOptions):
-    """Sparse replay (R_I, r), local adaptation (K, L, λ, ...), write probability, clip."""
+class MbPAPlusPlusOptions(
+    ReplayOptions,
+    ReplayLossOptions,
+    ReplayClipOptions,
+    AdaptationOptions,
+    WriteOptions,
+    ClipOptions,
+    TaskOptimizerOptions,
+):
+    """Sparse replay (R_I, r), local adaptation (K, L, λ, ...), writes, clips, optimiser.
+
+    Replay and clipping default to EM-in-LLL's (``train.py``): one update on the mean loss of
+    the replayed examples, every update clipped at norm 1.
+    """
 
 
 @option_group
@@ -39,7 +60,8 @@ class MbPAPlusPlus:
 
     Args:
         context: Model, task kind and optimiser settings.
-        options: Replay rate and local-adaptation settings.
+        options: Replay rate, local-adaptation settings and the optional per-task optimiser
+            (`TaskOptimizerOptions`: EM-in-LLL's fresh AdamW and linear schedule per task).
 
     """
 
@@ -52,17 +74,38 @@ class MbPAPlusPlus:
     ) -> None:
         options = options or self.Options()
         self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        self.schedule = TaskSchedule.maybe(self.trainer, context.lr, options)
         self.replay = SparseReplay(context, options, options.write_prob)
         self.adapter = LocalAdapter(context.model, self.replay.writer, options, seed=context.seed)
         retrieval = self.adapter.rng  # random retrieval's generator (mbpa++-rand)
-        self.parts = Components(trainer=self.trainer, replay=self.replay, retrieval=retrieval)
+        self.parts = Components(
+            trainer=self.trainer,
+            replay=self.replay,
+            retrieval=retrieval,
+            **TaskSchedule.parts(self.schedule),
+        )
+
+    def on_task_start(self, task: int) -> None:
+        """With ``optimizer_per_task``: a fresh optimiser and schedule (EM-in-LLL)."""
+        if self.schedule is not None:
+            self.schedule.start_task()
+
+    def update(self, batches: Batch | Sequence[Batch]) -> float:
+        """One optimiser update (at the scheduled rate with ``optimizer_per_task``).
+
+        Replay updates count as updates of the schedule, as in EM-in-LLL (``update_parameters``
+        steps the scheduler for stream and replay losses alike).
+        """
+        return (self.schedule or self.trainer).step(batches)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Update on the batch, write it to memory, replay when R_I examples have passed."""
-        losses = {"loss": self.trainer.step(batch)}
+        losses = {"loss": self.update(batch)}
         self.replay.write(batch)
-        for _ in range(self.replay.due(batch)):
-            losses["replay_loss"] = self.trainer.step(self.replay.replay_batches())
+        for _ in range(self.replay.due(batch)):  # replay_mode and replay_grad_norm apply
+            if self.schedule is not None:
+                self.schedule.advance()
+            losses["replay_loss"] = self.replay.update(self.trainer)
         self.adapter.reset_cache()  # the weights changed: cached neighbour prefixes are stale
         return losses
 

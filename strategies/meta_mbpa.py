@@ -4,22 +4,32 @@ Training, for each stream batch:
 
 * **meta-task loss**: for each example x, one local-adaptation step on its K nearest memories,
   θ̃_x = θ − α ∇_θ L_LA(θ; N_x), then the loss of x under θ̃_x, back-propagated through the
-  adaptation step (second order; ``first_order: true`` treats ∇L_LA as a constant). α is the
-  current learning rate unless ``meta_lr`` is set. While memory is empty the plain loss is used.
+  adaptation step (second order; ``first_order: true`` treats ∇L_LA as a constant). α is
+  ``meta_lr``, 1e-5 by default: Wang et al. (2020, meta-task loss) take α = "the current
+  learning rate", 1e-5 in their runs (as the survey's "Meta-MbPA" section reports it); we fix
+  the value so α does not follow a run's different outer rate, and ``meta_lr: 0`` follows the
+  current outer learning rate instead. While memory is empty the plain loss is used.
 * **diversity writes** (`lifelong.memory.DiversityWrite`): an example is written with a
   probability that grows with its key distance to everything stored, scaled to keep about
-  ``write_rate`` (1%) of the stream. The achieved rate is in the run's report.
+  ``write_rate`` (1%) of the stream (``write_rule``: see `MetaMbPAOptions`). The achieved rate
+  is in the run's report.
 * **meta-replay**: every R_I stream examples, the same meta loss on ⌊r·R_I⌋ uniformly drawn
   memory examples (1% replay, as MbPA++); a replayed memory's neighbours exclude itself.
 
 Memories are whole examples: neighbours, pools and replays count examples, and the task kind
 expands each into its rows (a FewRel sentence with its candidates, a question with its windows).
 
-Test, **coarse local adaptation** once per test set: each test input retrieves its K nearest
-memories; the pool is the multiset union of these retrievals, i.e. the distinct memories
-weighted by how many test inputs retrieved them. The objective is the average of the per-input
-MbPA++ objectives, Σ_u w_u l(x_u) / Σ_u w_u + λ||θ̃ − θ||², minimised with L = 30 full-pool SGD
-steps from θ; the whole test set is then predicted with θ̃. The base weights never change.
+Test, **coarse local adaptation** (Wang et al., 2020), done "only once for the entire testing
+set" (the survey's words): each test input retrieves its K nearest memories; the pool is the
+multiset union of these retrievals, i.e. the distinct memories weighted by how many test inputs
+retrieved them. The objective is the average of the per-input MbPA++ objectives,
+Σ_u w_u l(x_u) / Σ_u w_u + λ||θ̃ − θ||², minimised with L = 30 full-pool SGD steps (with
+momentum, see `LocalAdaptationOptions`) from θ; every test input is then predicted with θ̃. The
+base weights never change. ``coarse_scope`` says what the testing set is: ``test_set`` (the
+default) is every task's test set of one evaluation together, one θ̃ per evaluation, which
+needs the learner to hand over all test sets first (the ``on_eval_sets`` hook; without it,
+one θ̃ per ``predict_set`` call); ``task`` adapts once per task's test set, which uses task
+identity at test time (the task an input comes from decides which θ̃ predicts it).
 
 ``meta_scope`` picks the parameters of the meta step: ``all`` (the paper), ``top<N>`` or
 ``head``. With ``head`` the encoder runs once per batch over the batch's distinct neighbours
@@ -34,8 +44,9 @@ the first-order one, not the head-only one, not prediction), through
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Sequence
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -58,19 +69,34 @@ from lifelong.replay import ClipOptions, EpisodicWriter, ReplayOptions, SparseRe
 from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer, evaluating
+from streams.core import Example
+
+log = logging.getLogger(__name__)
 
 
 @option_group
 class MetaMbPAOptions(ReplayOptions, LocalAdaptationOptions, ClipOptions):
-    """Meta-MbPA's options; defaults follow Wang et al. (2020): 1% memory, K = 32, L = 30.
+    """Meta-MbPA's options; defaults follow Wang et al. (2020): 1% memory, K = 32, L = 30, α = 1e-5.
 
-    ``k``, ``steps``, ``l2``, ``adapt_lr`` and ``adapt_scope`` are the coarse adaptation's (and
-    ``k`` also the meta step's neighbours); ``replay_every`` / ``replay_ratio`` the meta-replay's.
+    ``k``, ``steps``, ``l2``, ``adapt_lr``, ``momentum`` and ``adapt_scope`` are the coarse
+    adaptation's (and ``k`` also the meta step's neighbours); the paper gives no step size or
+    optimiser for it, so those are MbPA++'s (EM-in-LLL's, see `LocalAdaptationOptions`).
+    ``replay_every`` / ``replay_ratio`` are the meta-replay's.
+
+    ``write_rule`` is how the key distance d to memory becomes a write score. The paper (§3.2)
+    writes ``log p(x) ∝ −d(x)/β``, i.e. p ∝ exp(−d/β), and says the aim is "to select examples
+    that are less similar to existing memory". Taken literally, that formula is largest for
+    d = 0, so it favours near-duplicates of stored examples: the opposite of the stated aim.
+    ``dissimilar`` (default) follows the aim: p ∝ 1 − exp(−d/β), reading exp(−d/β) as how well
+    memory already covers x. ``literal`` is the formula as printed, p ∝ exp(−d/β), for
+    comparison. Both are scaled to keep ``write_rate`` of the stream (`DiversityWrite`).
     """
 
     write_rate: Annotated[float, Range(0, 1, min_open=True)] = 0.01  # fraction kept (§3.2: 1%)
     beta: PositiveFloat = 10.0  # β: distance scale of the diversity criterion (§3.2)
-    meta_lr: NonNegativeFloat = 0.0  # α of the meta step; 0 = the current (outer) learning rate
+    write_rule: Literal["dissimilar", "literal"] = "dissimilar"  # p ∝ 1 − e^(−d/β), or e^(−d/β)
+    meta_lr: NonNegativeFloat = 1e-5  # α of the meta step (paper: 1e-5); 0 = the current outer lr
+    coarse_scope: Literal["test_set", "task"] = "test_set"  # one θ̃ per evaluation, or per task
     meta_scope: Scope = "all"  # parameters the meta step adapts: "all", "top<N>" or "head"
     first_order: bool = False  # treat the meta step's gradient as a constant
     pool_chunk: PositiveInt = 32  # memory examples per forward pass in a coarse step
@@ -87,7 +113,7 @@ class MetaMbPA:
 
     name: ClassVar[str] = "meta-mbpa"
     description: ClassVar[str] = (
-        "meta local-adaptation loss + diversity writes (1%) + coarse adaptation per test set"
+        "meta local-adaptation loss + diversity writes (1%) + coarse test-time adaptation"
     )
     Options = MetaMbPAOptions
 
@@ -95,13 +121,17 @@ class MetaMbPA:
         self.options = options = options or self.Options()
         self.model, self.task = context.model, context.task
         self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
-        policy = DiversityWrite(rate=options.write_rate, beta=options.beta)
+        policy = DiversityWrite(rate=options.write_rate, beta=options.beta, rule=options.write_rule)
         self.replay = SparseReplay(context, options, writer=EpisodicWriter(context, policy=policy))
         layers = self.model.encoder.num_layers
         self.meta_scope = parse_scope(options.meta_scope, layers)
         self.adapt_scope = parse_scope(options.adapt_scope, layers)
         self.counts = Counters(coarse_adaptations=0)
         self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
+        # θ̃ of the current evaluation (coarse_scope "test_set"); never saved: it lasts one phase
+        self._evaluation_params: Params | None = None
+        self._evaluating = False
+        self._warned = False  # about a learner without on_eval_sets (said once)
 
     @property
     def writer(self) -> EpisodicWriter:
@@ -116,6 +146,7 @@ class MetaMbPA:
     # -- training ---------------------------------------------------------------------------
     def observe(self, batch: Batch) -> dict[str, float]:
         """Meta-task update on the batch, diversity write, meta-replay when due."""
+        self._evaluation_params = None  # the weights change: an evaluation's θ̃ is stale
         stats = {"loss": self.meta_update(batch)}
         self.replay.write(batch)
         for _ in range(self.replay.due(batch)):
@@ -226,13 +257,48 @@ class MetaMbPA:
         return float(self.trainer.optimizer.param_groups[0]["lr"])
 
     # -- test: coarse local adaptation ------------------------------------------------------
+    def on_eval_start(self) -> None:
+        """A new evaluation: forget the previous one's θ̃."""
+        self._evaluation_params, self._evaluating = None, True
+
+    def on_eval_sets(self, sets: Sequence[Sequence[Example]]) -> None:
+        """Adapt once on the pool of every test set's inputs (``coarse_scope`` ``test_set``).
+
+        The learner hands over all test sets of the evaluation before predicting any; each
+        `predict_set` of this evaluation then uses the one θ̃.
+        """
+        if self.options.coarse_scope != "test_set":
+            return
+        self._evaluation_params = self.adapt_scope.params(self.model)  # θ: nothing to adapt on
+        sets = [examples for examples in sets if len(examples)]
+        if sets and self._can_adapt():
+            keys = np.concatenate([self._keys(examples) for examples in sets])
+            with evaluating(self.model):
+                self._evaluation_params = self.coarse_adapt_keys(keys)
+
+    def on_eval_end(self) -> None:
+        """The evaluation is over: drop its θ̃ (it is never saved)."""
+        self._evaluation_params, self._evaluating = None, False
+
     def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor]:
-        """Adapt once on the pooled neighbours of the whole test set, then predict it."""
+        """Predict a test set with θ̃: this evaluation's (``test_set``) or its own (``task``)."""
         with evaluating(self.model):
             stage = self.adapt_scope.stage
-            params = self.adapt_scope.params(self.model)
-            if len(self.memory) and self.options.steps > 0:
-                params = self.coarse_adapt(batches)
+            params = self._evaluation_params
+            if params is None:
+                if (
+                    self._evaluating
+                    and self.options.coarse_scope == "test_set"
+                    and not self._warned
+                ):
+                    self._warned = True
+                    log.warning(
+                        "meta-mbpa coarse_scope 'test_set': the learner gave no on_eval_sets; "
+                        "adapting once per test set instead"
+                    )
+                params = self.adapt_scope.params(self.model)
+                if self._can_adapt():
+                    params = self.coarse_adapt(batches)
             out = []
             with torch.no_grad():
                 for batch in batches:
@@ -245,16 +311,33 @@ class MetaMbPA:
                     out.append(logits)
             return out
 
+    def _can_adapt(self) -> bool:
+        return bool(len(self.memory)) and self.options.steps > 0
+
+    def _keys(self, examples: Sequence[Example]) -> np.ndarray:
+        """Memory keys of raw test examples, 64 at a time, shape (n, key_dim)."""
+        chunks = [examples[s : s + 64] for s in range(0, len(examples), 64)]
+        return np.concatenate([self.writer.keys(self.task.encode(list(c))) for c in chunks])
+
     def pool(self, batches: Sequence[Batch]) -> tuple[np.ndarray, np.ndarray]:
         """Distinct memories retrieved by the test examples and their weights (retrieval counts)."""
-        keys = np.concatenate([self.writer.keys(b.examples) for b in batches])
+        return self.pool_keys(np.concatenate([self.writer.keys(b.examples) for b in batches]))
+
+    def pool_keys(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`pool` for test inputs given by their keys (n, key_dim)."""
         slots = self.memory.nearest(keys, self.options.k)[1]  # (n, k)
         distinct, counts = np.unique(slots, return_counts=True)
         return distinct, counts / counts.sum()
 
     def coarse_adapt(self, batches: Sequence[Batch]) -> Params:
         """θ̃ after L full-pool SGD steps on the weighted pool (see the module docstring)."""
-        slots, weights = self.pool(batches)
+        return self.coarse_adapt_keys(
+            np.concatenate([self.writer.keys(b.examples) for b in batches])
+        )
+
+    def coarse_adapt_keys(self, keys: np.ndarray) -> Params:
+        """`coarse_adapt` for test inputs given by their keys (n, key_dim)."""
+        slots, weights = self.pool_keys(keys)
         stage, chunk = self.adapt_scope.stage, self.options.pool_chunk
         losses, chunk_weights = [], []
         for s in range(0, len(slots), chunk):
@@ -275,6 +358,7 @@ class MetaMbPA:
             steps=o.steps,
             lr=o.adapt_lr,
             l2=o.l2,
+            momentum=o.momentum,
             gradient=summed_gradient(losses, chunk_weights),
         )
         self.counts.coarse_adaptations += 1

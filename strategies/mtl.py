@@ -1,72 +1,100 @@
-"""MTL: the multi-task upper bound — joint, multi-epoch training on all tasks' data.
+"""MTL: the multi-task upper bound — joint i.i.d. training on every task from the start.
 
-MTL deliberately breaks the one-pass rule: ``observe`` only stores the stream's examples, and at
-the end of each task the model trains for ``epochs`` shuffled epochs on *everything seen so
-far*. Row i of the accuracy matrix is therefore a model trained jointly on tasks 0..i, and the
-last row is the usual MTL upper bound. It uses the loop's ``on_task_end`` hook.
+As in Holla et al.'s ``models/cls_baseline.py`` (``multi_task``: a ``ConcatDataset`` of every
+task's training set, ``shuffle=True``, ``n_epochs`` = 1), the model trains on one shuffled pass
+over the union of all tasks' training data, so its very first mini-batches already mix every
+task. The strategy breaks the stream's rules on purpose: at the stream's start
+(``on_stream_start``) it takes every task's training examples, and for each stream batch of n
+examples it takes, instead of that batch, the next n examples of the joint shuffle (``epochs``
+times over). The learner's rows therefore show the joint model after as many examples as the
+stream has delivered; the last row is the usual MTL upper bound, a model trained on exactly one
+joint pass (per epoch) over all the data.
+
+The earlier cumulative curriculum (at each task end, joint epochs on everything seen so far) is
+`strategies.mtl_cumulative` (``mtl-cumulative``).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
 import torch
 
-from lifelong.memory import EpisodicMemory
+from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch
-from lifelong.options import PositiveInt, option_group
+from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay import ClipOptions
-from lifelong.state import Components, delegated
+from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer
+from streams.core import TaskStream
 
 
 @option_group
 class MTLOptions(ClipOptions):
-    """Joint-training settings."""
+    """Joint-training settings (Holla's ``cls_baseline.py``: one epoch, no clipping)."""
 
-    epochs: PositiveInt = 2  # passes over all data seen so far, at the end of every task
+    epochs: PositiveInt = 1  # joint passes over all tasks' data (--n_epochs 1)
+    max_grad_norm: Annotated[float, Range(min=0)] = 0.0  # cls_baseline.py never clips
 
 
 class MTL:
-    """Stores the stream and trains jointly, shuffled, for several epochs at each task end.
+    """Trains on a joint shuffle of every task's training data, from the first batch on.
 
     Args:
-        context: Model, task kind, optimiser settings and batch size.
-        options: Epochs per joint training and the gradient clip.
+        context: Model, task kind, optimiser settings and the seed of the joint shuffle.
+        options: Epochs and the gradient clip.
 
     """
 
     name: ClassVar[str] = "mtl"
-    description: ClassVar[str] = "multi-task upper bound: joint shuffled epochs on all seen data"
+    description: ClassVar[str] = "multi-task upper bound: joint i.i.d. training on all tasks"
     Options = MTLOptions
 
     def __init__(self, context: StrategyContext, options: MTLOptions | None = None) -> None:
         self.options = options or MTLOptions()
-        self.task, self.batch_size = context.task, context.batch_size
+        self.task, self.seed = context.task, context.seed
         self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
-        self.rng = np.random.default_rng(context.seed)
-        self.seen = EpisodicMemory(1, seed=context.seed)  # every example; never searched
-        self.parts = Components(trainer=self.trainer, seen=self.seen, rng=self.rng)
+        self.counts = Counters(taken=0)  # examples of the joint shuffle trained on so far
+        self.pool: ExampleRecords | None = None
+        self.order = np.zeros(0, dtype=np.int64)
+        self.parts = Components(trainer=self.trainer, counts=self.counts)
+
+    def on_stream_start(self, stream: TaskStream) -> None:
+        """Encode every task's training examples and fix the joint shuffle (seeded).
+
+        Called again on resume: the pool and the order are rebuilt identically, and training
+        goes on from the number of examples already taken (part of the state).
+        """
+        examples = [example for task in stream for example in task.train]
+        self.pool = self.task.encode(examples).only(self.task.stored_fields)
+        rng = np.random.default_rng(self.seed)
+        n = len(examples)
+        self.order = np.concatenate([rng.permutation(n) for _ in range(self.options.epochs)])
 
     def observe(self, batch: Batch) -> dict[str, float]:
-        """Store the batch's examples; training happens in `on_task_end`."""
-        examples = batch.examples.only(self.task.stored_fields)
-        self.seen.write(examples, np.zeros((len(examples), 1), np.float32))
-        return {}
-
-    def on_task_end(self, task_index: int) -> None:
-        """Train ``epochs`` shuffled epochs on every example stored so far."""
+        """Train on the next examples of the joint shuffle, as many as the batch holds."""
+        if self.pool is None:
+            raise RuntimeError("mtl needs on_stream_start(stream) before observe (the learner's)")
+        n = batch.num_examples
+        stats: dict[str, float] = {}
         for _ in range(self.options.epochs):
-            order = self.rng.permutation(len(self.seen))
-            for s in range(0, len(order), self.batch_size):
-                batch = self.task.rows(self.seen.get(order[s : s + self.batch_size]).examples)
-                self.trainer.step(batch)
+            start = self.counts.taken
+            slots = self.order[start : start + n]
+            if not len(slots):
+                break
+            self.counts.taken += len(slots)
+            stats["loss"] = self.trainer.step(self.task.rows(self.pool.select(slots)))
+        return stats
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """Row scores of the current model."""
         return self.trainer.predict(batch)
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    def report(self) -> dict[str, float]:
+        """Examples of the joint shuffle trained on."""
+        return {"joint_examples": self.counts.taken}
+
+    state_dict = delegated("state_dict")  # weights, optimiser, examples taken
     load_state_dict = delegated("load_state_dict")

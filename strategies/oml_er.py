@@ -6,17 +6,20 @@ b = 16 and a query, the next stream batch or, every R_F episodes, a replay batch
 memory examples (R_I = 9,600, r = 0.01). Inner loop: one functional SGD step (lr α) on the head
 per support batch, the encoder fixed. Outer loop: Adam on encoder + head with the query loss's
 gradient at the adapted head (first-order). Every stream example is written to memory after its
-episode (p_write = 1). Meta-test: once per test set, the head is fine-tuned on m random memory
-batches of b, and the whole test set is predicted with that head.
+episode (p_write = 1). Meta-test: once per test set, the inner loop is run on m memory batches
+of b, every example drawn uniformly with replacement, as Holla's ``cls_oml.py`` ``evaluate()``
+does with ``memory.read_batch``; the whole test set is predicted with the adapted weights
+(OML-ER: the head).
 
-The last, incomplete episode of a task is trained on when evaluation starts (its last batch as
-the query), so every evaluation sees a model that has learnt from every example so far.
+Evaluation never changes training: an incomplete episode stays buffered across an evaluation (and
+across task boundaries) until it fills, as in Holla's code, which never trains on an incomplete
+episode; the meta-test draws from its own generator and adapts a functional copy of the weights.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
@@ -25,24 +28,40 @@ from torch.func import functional_call
 
 from lifelong.adaptation import Params
 from lifelong.encoders.base import EncoderOutput
-from lifelong.episodes import Episode, EpisodeBuffer, adapt_head, head_scores
+from lifelong.episodes import Episode, EpisodeBuffer, adapt_head
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
-from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
+from lifelong.replay import (
+    ClipOptions,
+    ReplayLossOptions,
+    ReplayOptions,
+    SparseReplay,
+    WriteOptions,
+)
 from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer, evaluating
 
 
 @option_group
-class OMLEROptions(ReplayOptions, WriteOptions, ClipOptions):
-    """OML-ER's options; defaults are the paper's text-classification setting (§4, App. A)."""
+class OMLEROptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOptions):
+    """OML-ER's options; defaults are the paper's text-classification setting (§4, App. A).
+
+    Where the paper is silent the defaults are Holla's code's (``models/cls_oml.py``): the
+    replay query's loss is the sum of its mini-batches' mean losses, nothing is clipped, and
+    BERT meta-trains without dropout.
+    """
 
     replay_every: PositiveInt = 9_600  # R_I: stream examples per replay (Holla et al.: 9,600)
     support_batches: PositiveInt = 5  # m: support mini-batches per episode
     inner_lr: PositiveFloat = 1e-3  # α: SGD step size of the inner loop (and of the meta-test)
     meta_test: bool = True  # fine-tune the head on m memory batches once per test set
     outer_lr: NonNegativeFloat = 0.0  # β of the outer Adam; 0 = the run's learning rate
+    replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_oml.py sums query grads
+    max_grad_norm: NonNegativeFloat = 0.0  # cls_oml.py / cls_anml.py never clip
+    # dropout while meta-training: Holla never calls .train() on BERT (transformers 3.0.2's
+    # from_pretrained leaves it in eval mode), so cls_oml.py / cls_anml.py train without it
+    dropout: bool = False
 
 
 class OMLER:
@@ -123,47 +142,46 @@ class OMLER:
         memory = self.replay.memory
         if episode.replay and not len(memory):  # nothing stored yet to replay:
             episode = Episode(episode.support[:-1], episode.support[-1])  # last batch = query
-        query = episode.query
+        query, scale = episode.query, 1.0
         if episode.replay:  # ⌊r·R_I⌋ memory examples, every one with all its rows
-            query = self.replay.writer.batch(self.replay.sample())
-        self.net.train()
+            slots = self.replay.sample()
+            query, scale = self.replay.writer.batch(slots), self.replay.loss_scale(len(slots))
+        self.net.train(self.options.dropout)
         adapted = self.inner_loop(episode.support)
         loss = self.model.criterion(self.logits(adapted, query), query)
         self.trainer.optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # first-order: d adapted / d W = I, so W receives the gradient at W'
+        (loss * scale).backward()  # first-order: d adapted / d W = I: W gets the gradient at W'
         self.trainer.apply()
         for stream_batch in episode.stream_batches:
             self.replay.write(stream_batch)
         return {"loss": float(loss.detach())}
 
-    def on_eval_start(self) -> None:
-        """Train on the incomplete episode still buffered, so evaluation sees every example."""
-        episode = self.buffer.flush()
-        if episode is not None:
-            self.learn(episode)
-
     def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor]:
-        """Meta-test once for the whole test set, then predict every batch with that head."""
+        """Meta-test once for the whole test set, then predict every batch with those weights."""
         with evaluating(self.net):
-            params = {k: v.detach() for k, v in self.head.named_parameters()}
+            params: Params = {}  # nothing swapped in: the trained weights
             if self.options.meta_test and len(self.replay.memory):
-                params = self.meta_test(params)
-            return [head_scores(self.head, params, self.features, b) for b in batches]
+                params = self.meta_test()
+            with torch.no_grad():
+                return [self.logits(params, b) for b in batches]
 
-    def meta_test(self, params: Params) -> Params:
-        """The head after one SGD step on each of m random memory batches of b examples."""
+    def meta_test_slots(self) -> list[np.ndarray]:
+        """The m memory batches of b slots, every slot drawn uniformly with replacement.
+
+        Holla's ``cls_oml.py`` ``evaluate()`` calls ``memory.read_batch(b)`` m times, and each
+        read is ``random.choice(buffer)`` per example (``base_models.py``), so examples can recur
+        within and across batches. The draws come from the strategy's own generator:
+        evaluation leaves training alone.
+        """
         m, b = self.options.support_batches, self.batch_size
-        size = len(self.replay.memory)  # its own generator: evaluation leaves training alone
-        slots = np.sort(self.rng.choice(size, size=min(m * b, size), replace=False))
-        memory_batches = [
-            self.replay.writer.batch(slots[i : i + b]) for i in range(0, len(slots), b)
-        ]
-        batches = [(self.features(mb), mb) for mb in memory_batches]
+        size = len(self.replay.memory)
+        return [self.rng.integers(size, size=b) for _ in range(m)]
+
+    def meta_test(self) -> Params:
+        """The inner loop's weights after one SGD step on each of m random memory batches."""
         self.counts.meta_tests += 1
-        lr, criterion = self.options.inner_lr, self.model.criterion
-        return {
-            k: v.detach() for k, v in adapt_head(self.head, params, batches, lr, criterion).items()
-        }
+        memory_batches = [self.replay.writer.batch(s) for s in self.meta_test_slots()]
+        return {k: v.detach() for k, v in self.inner_loop(memory_batches).items()}
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """Row scores for one batch (a test set of one batch)."""

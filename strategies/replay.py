@@ -6,25 +6,50 @@ per 10,000 new (R_I = 10,000, r = 0.01; §4.2). Every example is offered to memo
 write policy (``write_prob = 1``: all of them, as in the paper). Examples, not rows, are counted
 and stored: a FewRel sentence replays with all its candidates, a QA question with all its
 context windows.
+
+The update follows Holla et al.'s REPLAY baseline (``models/cls_replay.py``,
+``models/rel_replay.py``), the public code of the papers' REPLAY rows: the replay loss is the sum
+of the mean losses of its ⌊r·R_I / b⌋ mini-batches of b, the replay update's gradient is clipped
+at 25 (FewRel: 10), and the ordinary updates are not clipped.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import dataclasses
+from typing import Annotated, ClassVar, Literal
 
 import torch
 
 from lifelong.model import Batch
-from lifelong.options import option_group
-from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
+from lifelong.options import Range, option_group
+from lifelong.replay import (
+    ClipOptions,
+    ReplayClipOptions,
+    ReplayLossOptions,
+    ReplayOptions,
+    SparseReplay,
+    WriteOptions,
+    paper_replay_clip,
+)
 from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer
 
 
 @option_group
-class ReplayStrategyOptions(ReplayOptions, WriteOptions, ClipOptions):
-    """Replay rate (R_I, r), write probability and gradient clip."""
+class ReplayStrategyOptions(
+    ReplayOptions, ReplayLossOptions, ReplayClipOptions, WriteOptions, ClipOptions
+):
+    """Replay rate (R_I, r), write probability and gradient clips (Holla et al.'s by default).
+
+    ``replay_grad_norm=None`` here means Holla et al.'s clip for the stream kind (25, FewRel 10:
+    `lifelong.replay.paper_replay_clip`); ``max_grad_norm`` clips the ordinary updates (0: none,
+    as ``cls_replay.py``).
+    """
+
+    replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_replay.py sums batches
+    replay_grad_norm: Annotated[float, Range(min=0)] | None = None  # None: 25, FewRel 10
+    max_grad_norm: Annotated[float, Range(min=0)] = 0.0  # cls_replay.py: no clip on stream steps
 
 
 class Replay:
@@ -44,6 +69,10 @@ class Replay:
         self, context: StrategyContext, options: ReplayStrategyOptions | None = None
     ) -> None:
         options = options or ReplayStrategyOptions()
+        if options.replay_grad_norm is None:
+            clip = paper_replay_clip(context.task.name)
+            options = dataclasses.replace(options, replay_grad_norm=clip)
+        self.options = options
         self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
         self.replay = SparseReplay(context, options, options.write_prob)
         self.parts = Components(trainer=self.trainer, replay=self.replay)
@@ -53,7 +82,7 @@ class Replay:
         stats = {"loss": self.trainer.step(batch)}
         self.replay.write(batch)
         for _ in range(self.replay.due(batch)):  # one update on floor(r * R_I) memories
-            stats["replay_loss"] = self.trainer.step(self.replay.replay_batches())
+            stats["replay_loss"] = self.replay.update(self.trainer)
         return stats
 
     def predict(self, batch: Batch) -> torch.Tensor:

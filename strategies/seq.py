@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import torch
 
 from lifelong.model import Batch
-from lifelong.options import option_group
+from lifelong.options import Range, option_group
 from lifelong.replay import ClipOptions
 from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext
@@ -16,7 +16,9 @@ from lifelong.training import Trainer
 
 @option_group
 class SeqOptions(ClipOptions):
-    """Fine-tuning settings: only the gradient clip."""
+    """Fine-tuning settings: only the gradient clip (none, as Holla's ``cls_baseline.py``)."""
+
+    max_grad_norm: Annotated[float, Range(min=0)] = 0.0
 
 
 class Seq:

@@ -23,12 +23,16 @@ from a seeded generator (so the position never gives the gold away), ``uid`` =
 ``"<file name>:<line number>"``.
 
 Negatives of **training** examples are restricted to relations seen so far (tasks 0..k), as in
-Wang et al.; the negatives that survive are topped up, when fewer remain than the line listed, with
-negatives drawn without replacement from the other seen relations, so that the candidate count
-stays that of the file where the seen relations allow it. Wang et al.'s code instead falls back to
-two of the line's (possibly unseen) candidates when none survives; we never show an unseen relation
-during training. A training example of a first task whose cluster holds a single relation thus has
-the gold as its only candidate. **Test** examples keep all the candidates of their line.
+Holla et al.'s ``remove_unseen_relations`` (``datasets/utils.py``; Wang et al. do the same): the
+line's negatives that are seen are kept, with no top-up, and when none survives the line's last
+two negatives stand in (which may be unseen). A training example of a first task thus often has
+fewer candidates than the file lists. **Test** examples keep all the candidates of their line
+(Holla et al.'s pooled test set is built from the full ``val_data.txt``).
+
+The clustering is fixed whatever the run's seed: ``KMeans(n_clusters=10, random_state=0)``, as
+``datasets/utils.py`` does over GloVe 6B-300d name vectors. Sizes count sentences **per
+relation** (at most that many of each relation; all if ``None``), so a cluster of 41 relations
+gets 41 times the sentences of a one-relation cluster, as with the whole files.
 
 The bundled sample is written by ``python -m tools.samplegen fewrel``.
 """
@@ -45,7 +49,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from streams.core import DataFormatError, Example, Task, TaskStream, sample_examples
+from streams.core import DataFormatError, Example, Task, TaskStream
 
 if TYPE_CHECKING:
     from streams.registry import StreamSpec
@@ -61,6 +65,9 @@ TEST_FILE = "val_data.txt"
 
 PAPER_N_TASKS = 10
 """Clusters (tasks) in Wang et al. (2019) and Holla et al. (2020)."""
+
+CLUSTER_SEED = 0
+"""K-means ``random_state`` of Holla et al. (``datasets/utils.py``), whatever the run's seed."""
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 """Maps relation names to an array of shape ``(len(names), dim)``."""
@@ -298,8 +305,9 @@ def read_glove(path: str | Path, words: Iterable[str] | None = None) -> dict[str
 def glove_embedder(path: str | Path) -> Embedder:
     """An embedding of names by their mean GloVe word vector (words as in `name_words`).
 
-    Words missing from the file are skipped; the file is read on each call, parsing only the
-    vectors of the names' words.
+    A word missing from the file counts as a zero vector in the mean, as torchtext's GloVe gives
+    Holla et al. (``get_vecs_by_tokens``: unknown words map to zeros); the file is read on each
+    call, parsing only the vectors of the names' words.
 
     Raises:
         DataFormatError: (When called) a name has no word in the file, naming the name and file;
@@ -319,7 +327,7 @@ def glove_embedder(path: str | Path) -> Embedder:
                     f"{path}: relation {rel} {name!r} has no word in this GloVe file "
                     f"(words: {words})"
                 )
-            rows.append(np.mean(known, axis=0))
+            rows.append(np.sum(known, axis=0) / len(words))  # unknown words: zero vectors
         return np.stack(rows)
 
     return embed
@@ -401,20 +409,18 @@ _TRAIN, _TEST = 0, 1
 def make_train_example(
     line: RelationLine, seen: Sequence[int], *, seed: int, order_seed: int
 ) -> Example:
-    """A training example whose negatives are restricted to the ``seen`` relations.
+    """A training example whose negatives are the line's seen ones (Holla's rule).
 
-    The line's negatives that are seen are kept and topped up with other seen relations, drawn
-    without replacement, up to the line's number of negatives (or as many as there are); the
-    candidates are then shuffled. The generator is derived from ``seed``, ``order_seed`` and the
-    line, so the result does not depend on what else is loaded.
+    Holla et al.'s ``remove_unseen_relations`` (``datasets/utils.py``): keep the negatives
+    that are among the ``seen`` relations, without topping them up; when none is seen, keep the
+    line's last two negatives instead. The candidates are then shuffled by a generator derived
+    from ``seed``, ``order_seed`` and the line, so the result does not depend on what else is
+    loaded.
     """
     rng = np.random.default_rng([seed, order_seed, _TRAIN, line.line])
     seen_set = set(seen)
-    kept = [c for c in line.negatives if c in seen_set]
-    pool = sorted(seen_set - set(kept) - {line.gold})
-    n_extra = min(len(line.negatives) - len(kept), len(pool))
-    extra = rng.choice(pool, size=n_extra, replace=False).tolist() if n_extra else []
-    return _example(line, [line.gold, *kept, *extra], rng)
+    kept = [c for c in line.negatives if c in seen_set] or list(line.negatives[-2:])
+    return _example(line, [line.gold, *kept], rng)
 
 
 def make_test_example(line: RelationLine, *, seed: int) -> Example:
@@ -426,6 +432,28 @@ def make_test_example(line: RelationLine, *, seed: int) -> Example:
 def _example(line: RelationLine, candidates: list[int], rng: np.random.Generator) -> Example:
     shuffled = tuple(candidates[i] for i in rng.permutation(len(candidates)))
     return Example(line.sentence, line.gold, uid=line.uid, candidates=shuffled)
+
+
+def sample_per_relation(
+    lines: Sequence[RelationLine], size: int | None, *, seed: int
+) -> list[RelationLine]:
+    """At most ``size`` lines of each gold relation (all if ``None``), in file order.
+
+    Each relation's lines are drawn without replacement by a generator derived from ``seed``
+    and the relation, so a relation's sample does not depend on the others.
+    """
+    if size is None:
+        return list(lines)
+    by_relation: dict[int, list[int]] = {}
+    for i, line in enumerate(lines):
+        by_relation.setdefault(line.gold, []).append(i)
+    keep: list[int] = []
+    for rel, rows in by_relation.items():
+        if len(rows) <= size:
+            keep += rows
+        else:
+            keep += np.random.default_rng([seed, rel]).choice(rows, size, replace=False).tolist()
+    return [lines[i] for i in sorted(keep)]
 
 
 def _by_cluster(
@@ -448,6 +476,7 @@ def fewrel_stream(
     glove: str | Path | None = None,
     train_size: int | None = None,
     test_size: int | None = None,
+    cluster_seed: int = CLUSTER_SEED,
 ) -> TaskStream:
     """Build the lifelong FewRel stream: relation clusters as tasks, in a shuffled order.
 
@@ -455,13 +484,15 @@ def fewrel_stream(
         data_dir: Directory of ``relation_name.txt``, ``training_data.txt`` and ``val_data.txt``;
             the bundled sample if ``None``.
         n_tasks: Number of clusters, i.e. tasks (papers: 10).
-        seed: Seed of the K-means clustering, the size sampling and the candidate shuffles.
+        seed: Seed of the size sampling and the candidate shuffles (not of the clustering,
+            which is Holla et al.'s ``random_state=0``: see ``cluster_seed``).
         order_seed: Seed of the task order (run index of ``--runs``; see `cluster_order`).
         embed: Embedding of the relation names (e.g. the key encoder's); exclusive with
             ``glove``.
         glove: A GloVe text file; names are embedded by their mean word vector.
-        train_size: Training examples per task, sampled without replacement (all if ``None``).
-        test_size: Test examples per task, sampled without replacement (all if ``None``).
+        train_size: Training sentences per relation, at most (all if ``None``).
+        test_size: Test sentences per relation, at most (all if ``None``).
+        cluster_seed: K-means ``random_state`` (Holla et al.: 0), independent of ``seed``.
 
     Returns:
         A ``kind="relation"`` `TaskStream`; task names are ``"c<i>"`` with ``i`` the cluster's
@@ -484,9 +515,10 @@ def fewrel_stream(
     train_lines = read_relation_file(root / TRAIN_FILE, len(names))
     test_lines = read_relation_file(root / TEST_FILE, len(names))
     embedder = embed if embed is not None else glove_embedder(glove)  # type: ignore[arg-type]
-    clusters = cluster_relations(names, n_tasks, seed, embedder)
-    train_groups = _by_cluster(train_lines, clusters)
-    test_groups = _by_cluster(test_lines, clusters)
+    clusters = cluster_relations(names, n_tasks, cluster_seed, embedder)
+    log.info("relations per cluster: %s", [len(c) for c in clusters])
+    train_groups = _by_cluster(sample_per_relation(train_lines, train_size, seed=seed), clusters)
+    test_groups = _by_cluster(sample_per_relation(test_lines, test_size, seed=seed + 1), clusters)
     tasks = []
     seen: list[int] = []
     for c in cluster_order(n_tasks, order_seed):
@@ -495,12 +527,7 @@ def fewrel_stream(
         for split, group in (("training", train_groups[c]), ("test", test_groups[c])):
             if not group:
                 raise ValueError(f"{root}: {where} has no {split} examples")
-        train = sample_examples(
-            train_groups[c], train_size, seed=seed * 1000 + c * 10, where=f"{where} training"
-        )
-        test = sample_examples(
-            test_groups[c], test_size, seed=seed * 1000 + c * 10 + 1, where=f"{where} test"
-        )
+        train, test = train_groups[c], test_groups[c]
         tasks.append(
             Task(
                 f"c{c}",
@@ -519,7 +546,8 @@ def fewrel_stream(
         kind="relation",
         description=(
             f"lifelong FewRel ({source}): {len(names)} relations in {n_tasks} clusters "
-            f"(seed {seed}), order {order_seed}: " + " -> ".join(t.name for t in tasks)
+            f"of {[len(c) for c in clusters]} relations, order {order_seed}: "
+            + " -> ".join(t.name for t in tasks)
         ),
     )
 
@@ -527,7 +555,7 @@ def fewrel_stream(
 def from_spec(spec: StreamSpec) -> TaskStream:
     """The lifelong-FewRel stream a `StreamSpec` describes.
 
-    Sizes count sentences per cluster (``None``: all). Relation names are embedded for the
+    Sizes count sentences per relation (``None``: all). Relation names are embedded for the
     clustering by ``spec.glove`` if given, else by ``spec.embed`` (the run's key encoder).
 
     Raises:

@@ -30,10 +30,13 @@ class StreamSpec:
         tasks: Dataset names in training order, overriding ``order`` (text classification, QA).
         data_dir: Directory of the real files; ``None``: the bundled sample.
         train_size: Training examples per task (text: per dataset, paper 115,000 with real
-            data; QA: questions per dataset; FewRel: sentences per cluster); ``None``: the
+            data; QA: questions per dataset; FewRel: sentences per relation); ``None``: the
             paper's size for real text data, else every example.
         test_size: Test examples per task, likewise (text: paper 7,600 with real data).
-        seed: Sampling seed (and FewRel's clustering seed).
+        seed: The run's seed: QA's and FewRel's sampling seed (FewRel clusters with K-means seed 0).
+            Text classification ignores it: its sample is fixed (seed 42, Holla et al., 2020).
+        preprocess: Text classification: ``"none"`` joins the text columns with spaces;
+            ``"holla"`` lower-cases, cleans and joins them as Holla et al. (2020) do.
         fewrel_tasks: FewRel: relation clusters, i.e. tasks (papers: 10).
         cluster_order: FewRel: seed of the shuffled cluster order.
         glove: FewRel: GloVe file whose mean word vectors embed the relation names.
@@ -47,6 +50,7 @@ class StreamSpec:
     train_size: int | None = None
     test_size: int | None = None
     seed: int = 0
+    preprocess: text_classification.Preprocessing = "none"
     fewrel_tasks: int = fewrel.PAPER_N_TASKS
     cluster_order: int = 0
     glove: str | None = None

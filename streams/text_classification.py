@@ -3,15 +3,26 @@
 Each dataset lives in ``DIR/<folder>/{train,test}.csv``: no header, the label first (1-indexed),
 then the text columns. The five datasets share one merged label space of 33 classes, in which Yelp
 and Amazon share the five rating classes (4 + 5 + 14 + 10).
+
+Sampling follows Holla et al. (2020; reference code Nithin-Holla/MetaLifelongLanguage,
+``datasets/text_classification_dataset.py`` and ``datasets/utils.py``): every dataset is sampled
+with the fixed seed 42 whatever the run's seed, training and validation examples are one draw from
+the training file split in two (paper: 115,000 + 5,000), and test examples are drawn from the test
+file (paper: 7,600). The seed is theirs but the generator is numpy's, not pandas' and torch's, so
+the rows drawn differ from theirs. Their text preprocessing is an option (``preprocess="holla"``).
 """
 
 from __future__ import annotations
 
 import csv
+import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
 
 from streams.core import (
     DataFormatError,
@@ -19,8 +30,8 @@ from streams.core import (
     Task,
     TaskStream,
     UnknownNameError,
-    load_task,
     resolve_order,
+    sample_examples,
 )
 
 if TYPE_CHECKING:
@@ -29,8 +40,18 @@ if TYPE_CHECKING:
 SAMPLE_DIR = Path(__file__).parent / "samples" / "text_classification"
 """The bundled sample: every dataset in the real layout, a few hundred rows each."""
 
+log = logging.getLogger(__name__)
+
 PAPER_TRAIN_SIZE = 115_000
+PAPER_VALIDATION_SIZE = 5_000  # Holla et al. (2020): MAX_VAL_SIZE, held out of the training file
 PAPER_TEST_SIZE = 7_600
+
+SAMPLE_SEED = 42
+"""Holla et al.'s sampling seed (``random_state=42``), fixed whatever the run's seed."""
+
+Preprocessing = Literal["none", "holla"]
+"""How the text columns become an example's text: ``"none"`` joins them with spaces, ``"holla"``
+as Holla et al. (2020) do (`holla_text`)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +64,8 @@ class DatasetSpec:
         columns: Column names after the label column.
         label_names: Class names, in the file's 1-indexed order.
         label_offset: Merged-space id of the file's label 1.
+        holla_separator: What Holla et al.'s reference puts between the text columns: title
+            ``". "`` body; nothing between Yahoo's three columns.
 
     """
 
@@ -51,6 +74,7 @@ class DatasetSpec:
     columns: tuple[str, ...]
     label_names: tuple[str, ...]
     label_offset: int
+    holla_separator: str = ". "
 
     @property
     def labels(self) -> tuple[int, ...]:
@@ -111,6 +135,7 @@ DATASETS: dict[str, DatasetSpec] = {
                 "Politics & Government",
             ),
             23,
+            holla_separator="",
         ),
     )
 }
@@ -136,12 +161,14 @@ ORDERS: dict[str, tuple[str, ...]] = {
 """The four task orders of de Masson d'Autume et al. (2019), used by every later paper."""
 
 
-def read_csv(path: Path, spec: DatasetSpec) -> list[Example]:
+def read_csv(path: Path, spec: DatasetSpec, preprocess: Preprocessing = "none") -> list[Example]:
     """Read and validate every row of one Zhang et al. CSV file.
 
     Args:
         path: The CSV file.
         spec: The dataset's layout.
+        preprocess: ``"none"``: the text columns joined with spaces, escaped newlines and runs of
+            whitespace collapsed; ``"holla"``: `holla_text`. Rows are validated the same way.
 
     Returns:
         One example per row, labels mapped into the merged label space.
@@ -149,8 +176,11 @@ def read_csv(path: Path, spec: DatasetSpec) -> list[Example]:
     Raises:
         DataFormatError: The file is missing, or a row has the wrong column count, a label that
             is not an integer in range, or no text; the message names the file and line.
+        ValueError: ``preprocess`` is not one of ``"none"``, ``"holla"``.
 
     """
+    if preprocess not in ("none", "holla"):
+        raise ValueError(f"preprocess must be 'none' or 'holla', got {preprocess!r}")
     if not path.is_file():
         raise DataFormatError(
             f"{path}: file not found (expected the {spec.name} {path.stem} split, a CSV with "
@@ -179,6 +209,8 @@ def read_csv(path: Path, spec: DatasetSpec) -> list[Example]:
             text = _join_text(row[1:])
             if not text:
                 raise DataFormatError(f"{where}: empty text (all of {', '.join(spec.columns)})")
+            if preprocess == "holla":
+                text = holla_text(row[1:], spec)
             examples.append(Example(text, spec.label_offset + label - 1, uid=where))
     if not examples:
         raise DataFormatError(f"{path}: the file has no rows")
@@ -191,28 +223,77 @@ def _join_text(fields: Sequence[str]) -> str:
     return " ".join(p for p in parts if p)
 
 
+# Holla et al.'s cleaning, in their order (reference: `preprocess` in
+# datasets/text_classification_dataset.py); rewritten here, same regular expressions.
+_ESCAPED_NEWLINES = re.compile(r"(?:\\n)+")  # the files' literal backslash-n
+_ESCAPED_BACKSLASHES = re.compile(r"(?:\\\\)+")  # literal double backslashes
+_WHITESPACE_RUN = re.compile(r"\s{2,}")
+_REPEATED_STOPS = re.compile(r"([.?!]){2,}")  # "what???" -> "what?" (the run's last mark)
+_LINK = re.compile(r"https?://\S+\b|www\.(?:\w+\.)+\S*")
+
+
+def holla_clean(text: str) -> str:
+    """Holla et al.'s (2020) text cleaning, as their reference code's ``preprocess``.
+
+    In order: lower-case; each run of escaped newlines (a literal backslash-n) becomes a space;
+    runs of escaped backslashes are dropped; runs of two or more whitespace characters become one
+    space; a run of ``.``, ``?``, ``!`` becomes its last mark; ``$`` is followed by a space; links
+    (``http(s)://...``, ``www....``) are removed. Nothing is stripped, so removing a link can
+    leave two spaces, as in the reference.
+    """
+    text = text.lower()
+    text = _ESCAPED_NEWLINES.sub(" ", text)
+    text = _ESCAPED_BACKSLASHES.sub("", text)
+    text = _WHITESPACE_RUN.sub(" ", text)
+    text = _REPEATED_STOPS.sub(r"\1", text)
+    text = text.replace("$", "$ ")
+    return _LINK.sub("", text)
+
+
+def holla_text(fields: Sequence[str], spec: DatasetSpec) -> str:
+    """One row's text as Holla et al. (2020) build it: the columns joined, then `holla_clean`.
+
+    Title ``". "`` body for AG News, DBpedia and Amazon; Yelp's one column as it is; Yahoo's
+    title, content and answer with nothing between them (``spec.holla_separator``). Unlike the
+    reference, rows with an empty column are kept (its pandas ``dropna`` drops them).
+    """
+    return holla_clean(spec.holla_separator.join(fields))
+
+
 def load_dataset(
     name: str,
     data_dir: str | Path | None = None,
     *,
     train_size: int | None = None,
     test_size: int | None = None,
-    seed: int = 0,
+    validation_size: int | None = None,
+    sample_seed: int = SAMPLE_SEED,
+    preprocess: Preprocessing = "none",
 ) -> Task:
-    """Load one dataset as a task.
+    """Load one dataset as a task, sampled as Holla et al. (2020) sample it.
+
+    Training and validation examples are one draw of ``train_size + validation_size`` rows of
+    the training file (paper: 115,000 + 5,000), split at random into the two, so they are
+    disjoint; test examples are drawn from the test file. The draws depend on ``sample_seed``
+    (and the dataset and split), never on the run's seed.
 
     Args:
         name: A key of `DATASETS`.
         data_dir: Directory holding ``<folder>/{train,test}.csv``; the bundled sample if ``None``.
-        train_size: Training examples to sample (all if ``None``).
+        train_size: Training examples to sample (``None``: every row not held out).
         test_size: Test examples to sample (all if ``None``).
-        seed: Sampling seed; each dataset and split draws from its own derived seed.
+        validation_size: Training-file rows held out as ``Task.validation``. ``None``: with a
+            ``train_size``, the paper's 5,000 capped to the rows training leaves; without one,
+            none (every row trains, and ``validation`` is ``None``).
+        sample_seed: Sampling seed; Holla et al.'s 42 by default.
+        preprocess: ``"none"`` or ``"holla"`` (their lower-casing and cleaning, `holla_text`).
 
     Returns:
         The task, its labels in the merged 33-class space.
 
     Raises:
         UnknownNameError: ``name`` is not a dataset.
+        ValueError: More examples asked for than a file has (naming it).
 
     """
     if name not in DATASETS:
@@ -221,15 +302,49 @@ def load_dataset(
         )
     spec = DATASETS[name]
     folder = Path(data_dir if data_dir is not None else SAMPLE_DIR) / spec.folder
-    return load_task(
-        name,
-        spec.labels,
-        {split: folder / f"{split}.csv" for split in ("train", "test")},
-        lambda path, split: read_csv(path, spec),
-        sizes={"train": train_size, "test": test_size},
-        seed=seed,
-        index=list(DATASETS).index(name),
+    seed = sample_seed * 1000 + list(DATASETS).index(name) * 10  # + 1 for the test split
+    rows = read_csv(folder / "train.csv", spec, preprocess)
+    n_validation = _validation_size(len(rows), train_size, validation_size)
+    train, validation = _draw_train(
+        rows, train_size, n_validation, seed=seed, where=str(folder / "train.csv")
     )
+    test_path = folder / "test.csv"
+    test = sample_examples(
+        read_csv(test_path, spec, preprocess), test_size, seed=seed + 1, where=str(test_path)
+    )
+    log.info("%s: %d train / %d validation / %d test", name, len(train), n_validation, len(test))
+    return Task(name, spec.labels, train, test, validation)
+
+
+def _validation_size(n_rows: int, train_size: int | None, validation_size: int | None) -> int:
+    # the default holds out at most the paper's 5,000 and never takes rows training asked for
+    if validation_size is not None:
+        if validation_size < 0:
+            raise ValueError(f"validation_size must be >= 0, got {validation_size}")
+        return validation_size
+    if train_size is None:
+        return 0
+    return max(0, min(PAPER_VALIDATION_SIZE, n_rows - train_size))
+
+
+def _draw_train(
+    rows: Sequence[Example], train_size: int | None, n_validation: int, *, seed: int, where: str
+) -> tuple[tuple[Example, ...], tuple[Example, ...] | None]:
+    # One draw of train + validation rows in random order, its first train_size rows training:
+    # the reference draws 120,000 rows and splits them 115,000 / 5,000. Without validation it
+    # is the same draw as `sample_examples`.
+    if n_validation == 0:
+        return sample_examples(rows, train_size, seed=seed, where=where), None
+    if n_validation + (1 if train_size is None else train_size) > len(rows):
+        asked = "at least 1" if train_size is None else str(train_size)
+        raise ValueError(
+            f"{where}: asked for {asked} training + {n_validation} validation examples but "
+            f"the file has {len(rows)}"
+        )
+    n_train = len(rows) - n_validation if train_size is None else train_size
+    drawn = np.random.default_rng(seed).choice(len(rows), n_train + n_validation, replace=False)
+    train = tuple(rows[i] for i in np.sort(drawn[:n_train]))
+    return train, tuple(rows[i] for i in np.sort(drawn[n_train:]))
 
 
 def resolve_tasks(order: str | None = None, tasks: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -250,7 +365,9 @@ def text_classification_stream(
     data_dir: str | Path | None = None,
     train_size: int | None = None,
     test_size: int | None = None,
-    seed: int = 0,
+    validation_size: int | None = None,
+    sample_seed: int = SAMPLE_SEED,
+    preprocess: Preprocessing = "none",
 ) -> TaskStream:
     """Build a text-classification stream in a paper order or a chosen order.
 
@@ -258,9 +375,14 @@ def text_classification_stream(
         order: Paper order ``"i"``..``"iv"`` (ignored when ``tasks`` is given).
         tasks: Dataset names, in training order, e.g. ``["ag_news", "yelp"]``.
         data_dir: Directory of the real CSVs; the bundled sample if ``None``.
-        train_size: Training examples per dataset (paper: 115,000; all rows if ``None``).
+        train_size: Training examples per dataset (paper: 115,000; if ``None``, every row not
+            held out).
         test_size: Test examples per dataset (paper: 7,600; all rows if ``None``).
-        seed: Sampling seed.
+        validation_size: Validation examples per dataset, held out of the training file
+            (``None``: 5,000 capped to what ``train_size`` leaves; none without a
+            ``train_size``); see `load_dataset`.
+        sample_seed: Sampling seed, independent of the run's seed (Holla et al.'s 42).
+        preprocess: ``"none"`` (space-joined columns) or ``"holla"`` (`holla_text`).
 
     Returns:
         A `TaskStream` over the merged 33-class label space.
@@ -268,7 +390,15 @@ def text_classification_stream(
     """
     names = resolve_tasks(order, tasks)
     loaded = tuple(
-        load_dataset(n, data_dir, train_size=train_size, test_size=test_size, seed=seed)
+        load_dataset(
+            n,
+            data_dir,
+            train_size=train_size,
+            test_size=test_size,
+            validation_size=validation_size,
+            sample_seed=sample_seed,
+            preprocess=preprocess,
+        )
         for n in names
     )
     source = "bundled sample" if data_dir is None else str(data_dir)
@@ -283,8 +413,9 @@ def from_spec(spec: StreamSpec) -> TaskStream:
     """The stream a `StreamSpec` describes; real data defaults to the paper's sizes.
 
     With a ``data_dir`` and no size given, each dataset is sampled to the paper's 115,000
-    training and 7,600 test examples (de Masson d'Autume et al., 2019, §4.1); the bundled sample
-    is read whole.
+    training and 7,600 test examples (de Masson d'Autume et al., 2019, §4.1) plus 5,000
+    validation examples (Holla et al., 2020); the bundled sample is read whole, without a
+    validation split. The sample uses the fixed seed 42, not ``spec.seed`` (the run's seed).
     """
     real = spec.data_dir is not None
     return text_classification_stream(
@@ -293,5 +424,5 @@ def from_spec(spec: StreamSpec) -> TaskStream:
         data_dir=spec.data_dir,
         train_size=spec.train_size or (PAPER_TRAIN_SIZE if real else None),
         test_size=spec.test_size or (PAPER_TEST_SIZE if real else None),
-        seed=spec.seed,
+        preprocess=spec.preprocess,
     )

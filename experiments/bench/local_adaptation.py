@@ -40,7 +40,7 @@ from streams import batches, text_classification_stream
 def train(seed: int) -> tuple[Replay, object, object]:
     """MiniLM after one sparse-replay pass over the sample (order i); memory holds everything."""
     config = RunConfig(encoder="minilm", lr=1e-4, batch_size=16, seed=seed)
-    stream = text_classification_stream("i", seed=seed)
+    stream = text_classification_stream("i")
     model, task = build_model(config, stream)
     context = StrategyContext(model, task, lr=config.lr, seed=seed)
     strategy = Replay(context, ReplayStrategyOptions(replay_every=100, replay_ratio=0.3))

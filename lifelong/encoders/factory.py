@@ -42,13 +42,17 @@ def tokenizer_name(name: str) -> str:
     return MINILM if name in MEMORY_MODULES else name
 
 
-def load_run_encoder(name: str, *, seed: int = 0, segment_length: int = 64) -> nn.Module:
+def load_run_encoder(
+    name: str, *, seed: int = 0, segment_length: int = 64, pooling: str = "auto"
+) -> nn.Module:
     """Build the encoder a run config names (see the module docstring).
 
     Args:
         name: Encoder name (HF name/path, memory family, or ``memoria-minilm``/``memoria-tiny``).
         seed: Seed of every random initialisation.
         segment_length: Tokens per segment of the memory-augmented encoders.
+        pooling: A Hugging Face encoder's pooled vector: ``"auto"``, ``"pooler"`` or ``"cls"``
+            (see `load_encoder`); the memory-augmented encoders pool as their modules do.
 
     """
     if name in MEMORIA_BERT:
@@ -68,7 +72,7 @@ def load_run_encoder(name: str, *, seed: int = 0, segment_length: int = 64) -> n
             torch.manual_seed(seed)
             module = build_memory_module(name, config, segment_length)
         return DocumentEncoder(module, segment_length)
-    return load_encoder(name, seed=seed)
+    return load_encoder(name, seed=seed, pooling=pooling)
 
 
 def _memoria_sizes(segment_length: int) -> dict[str, int]:

@@ -80,28 +80,52 @@ def _loading(name: str) -> Iterator[None]:
         ) from None
 
 
+POOLINGS = ("pooler", "cls")  # `load_encoder` also takes "auto"
+"""What an `HFEncoder`'s ``pooled`` vector is: BERT's pooler output, or the raw [CLS] state."""
+
+
 class HFEncoder(nn.Module):
     """Wraps a Hugging Face encoder in the shared `Encoder` interface.
 
     Args:
         model: A loaded ``transformers`` encoder whose output has ``last_hidden_state``.
         name: The name or path it was loaded from (kept for run records).
+        pooling: What ``pooled`` holds: ``"pooler"``, BERT's pooler output (dense + tanh over
+            [CLS]), which both reference implementations read (Holla et al.'s
+            ``models/base_models.py`` ``_, out = self.encoder(...)``; EM-in-LLL's
+            ``BertForSequenceClassification``); or ``"cls"``, the raw [CLS] hidden state.
+
+    Raises:
+        ValueError: ``"pooler"`` for a model without a pooler, or an unknown ``pooling``.
 
     """
 
-    def __init__(self, model: nn.Module, name: str = "") -> None:
+    def __init__(self, model: nn.Module, name: str = "", pooling: str = "pooler") -> None:
         super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if pooling == "pooler" and getattr(model, "pooler", None) is None:
+            raise ValueError(
+                f"{name or type(model).__name__} has no pooler layer; use pooling='cls'"
+            )
         self.model = model
         self.name = name
+        self.pooling = pooling
         self.hidden_size: int = model.config.hidden_size
+
+    def pool(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The pooled vector (b, d) of final hidden states (b, t, d): pooler or raw [CLS]."""
+        if self.pooling == "pooler":
+            return self.model.pooler(hidden)  # tanh(dense(hidden[:, 0]))
+        return hidden[:, 0]
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
     ) -> EncoderOutput:
-        """Encode token ids (b, t); ``pooled`` is the first ([CLS]) position. Keeps no memory."""
+        """Encode token ids (b, t); ``pooled`` as ``pooling`` says. Keeps no memory."""
         out = self.model(input_ids=input_ids, attention_mask=attention_mask)
         hidden = out.last_hidden_state  # (b, t, d)
-        return EncoderOutput(hidden=hidden, pooled=hidden[:, 0], memory=None)
+        return EncoderOutput(hidden=hidden, pooled=self.pool(hidden), memory=None)
 
     # -- stage-wise evaluation ---------------------------------------------------------------
     # Local adaptation of the top layers runs the frozen bottom of the network once and the top
@@ -184,7 +208,7 @@ class HFEncoder(nn.Module):
     ) -> EncoderOutput:
         """Finish encoding from stage ``start`` (see `run_stages`)."""
         hidden = self.run_stages(x, attention_mask, start, self.num_layers + 1, packed=packed)
-        return EncoderOutput(hidden=hidden, pooled=hidden[:, 0], memory=None)
+        return EncoderOutput(hidden=hidden, pooled=self.pool(hidden), memory=None)
 
 
 def supports_packing(layer: nn.Module) -> bool:
@@ -240,22 +264,31 @@ def packed_layer(
     return layer.output(layer.intermediate(attended), attended)  # (n, d)
 
 
-def load_encoder(name: str = MINILM, *, seed: int = 0, **kwargs: Any) -> HFEncoder:
+def load_encoder(
+    name: str = MINILM, *, seed: int = 0, pooling: str = "auto", **kwargs: Any
+) -> HFEncoder:
     """Load an encoder by name: ``minilm`` (offline default), ``tiny`` (random) or any HF name/path.
 
     Args:
         name: ``"minilm"``, ``"tiny"``, a hub name such as ``"bert-base-uncased"`` (needs the
             network or a local cache) or a local directory.
         seed: Seed of the random initialisation of ``tiny``.
+        pooling: ``"pooler"`` (the references') or ``"cls"`` (see `HFEncoder`); ``"auto"``:
+            the pooler when the checkpoint holds trained pooler weights (BERT, MiniLM), else
+            the raw [CLS] (``tiny``, whose weights are all random, and models without a
+            pooler): a freshly initialised pooler would only add a random layer.
         **kwargs: Passed to ``AutoModel.from_pretrained`` (e.g. ``attn_implementation="eager"``).
 
     """
     if name == TINY:
         with torch.random.fork_rng():
             torch.manual_seed(seed)
-            model = BertModel(tiny_bert_config(), add_pooling_layer=False)
-        return HFEncoder(model, name)
+            model = BertModel(tiny_bert_config(), add_pooling_layer=pooling == "pooler")
+        return HFEncoder(model, name, "cls" if pooling == "auto" else pooling)
     path = resolve_model_path(name)
     with _loading(name):
-        model = AutoModel.from_pretrained(path, **kwargs)
-    return HFEncoder(model, name)
+        model, info = AutoModel.from_pretrained(path, output_loading_info=True, **kwargs)
+    if pooling == "auto":
+        trained = not any(key.startswith("pooler.") for key in info.get("missing_keys", ()))
+        pooling = "pooler" if getattr(model, "pooler", None) is not None and trained else "cls"
+    return HFEncoder(model, name, pooling)

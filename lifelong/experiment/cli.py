@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--train-size",
         type=int,
         help="training examples per task: text, per dataset (default 115000 with --data-dir); "
-        "qa, questions per dataset; fewrel, sentences per cluster (default: all)",
+        "qa, questions per dataset; fewrel, sentences per relation (default: all)",
     )
     run.add_argument(
         "--test-size",

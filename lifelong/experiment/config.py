@@ -54,15 +54,23 @@ class RunConfig:
     data_dir: str | None = None  # real data directory; None = the bundled sample
     train_size: PositiveInt | None = None  # train examples per task (see StreamSpec)
     test_size: PositiveInt | None = None  # test examples per task (see StreamSpec)
+    preprocess: Literal["none", "holla"] = "none"  # text: "holla" = Holla et al.'s (2020)
+    # lower-casing and cleaning (streams.text_classification.holla_text); "none" = raw text
     encoder: str = "minilm"  # "minilm" (offline), "tiny" (random, tests), any HF name/path, or
     # a memory-augmented encoder: transformer-xl, compressive, memformer, infinity-former,
     # memoria, memorizing (random init), memoria-minilm / memoria-tiny (on a pre-trained BERT)
     segment_length: PositiveInt = 64  # memory-augmented encoders: tokens per segment
+    # what the head reads: BERT's pooler output (both references: Holla's base_models.py,
+    # EM-in-LLL's BertForSequenceClassification) or the raw [CLS] state; "auto": the pooler
+    # where the checkpoint has trained pooler weights (MiniLM, BERT), else [CLS] ("tiny").
+    # Memory keys are always the raw [CLS] (EM-in-LLL memory.py)
+    pooling: Literal["auto", "pooler", "cls"] = "auto"
     max_length: PositiveInt = 128  # tokens per row (QA: per window) after truncation
     batch_size: PositiveInt = 32  # training mini-batch size in examples (MbPA++: 32)
     eval_batch_size: PositiveInt = 64  # evaluation batch size in examples
     lr: PositiveFloat = 3e-5  # learning rate of the main optimiser (MbPA++: 3e-5)
-    seed: NonNegativeInt = 0  # seeds sampling, shuffles, initialisation and memory
+    seed: NonNegativeInt = 0  # seeds shuffles, initialisation, memory, QA/FewRel sampling
+    # (the text-classification sample is fixed: seed 42, Holla et al., 2020)
     strategy: str = "seq"  # registered strategy name (`lifelong strategies` lists them)
     strategy_options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     # options per strategy name, e.g. {"replay": {"replay_every": 100}}; only the

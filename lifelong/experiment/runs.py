@@ -64,7 +64,15 @@ class RunOutcome:
 
 
 def name_embedder(config: RunConfig) -> Callable[[Sequence[str]], np.ndarray]:
-    """Embeds short texts (FewRel relation names) with the key encoder: the [CLS] vector."""
+    """Embeds short texts (FewRel relation names): the encoder's mean token vector, unit norm.
+
+    Mean pooling over the tokens then L2 normalisation is all-MiniLM-L6-v2's own sentence
+    embedding (its sentence-transformers ``1_Pooling`` and ``Normalize`` modules), and the
+    closest an offline encoder comes to Holla et al.'s mean GloVe word vector of a name. On
+    the 80 FewRel relations it gives K-means clusters of 12, 12, 12, 11, 8, 8, 7, 5, 4 and 1
+    relations, where the raw [CLS] vector gave 41, 10, 8, 5, 5, 3, 3, 2, 2 and 1 (``--glove``
+    clusters the paper's way).
+    """
     import torch
 
     from lifelong.encoders import load_tokenizer, tokenizer_name
@@ -75,7 +83,10 @@ def name_embedder(config: RunConfig) -> Callable[[Sequence[str]], np.ndarray]:
     @torch.no_grad()
     def embed(names: Sequence[str]) -> np.ndarray:
         enc = tokenizer(list(names), padding=True, return_tensors="pt")
-        return encoder(enc["input_ids"], enc["attention_mask"]).pooled.float().numpy()  # (n, d)
+        hidden = encoder(enc["input_ids"], enc["attention_mask"]).hidden  # (n, t, d)
+        mask = enc["attention_mask"][..., None].to(hidden.dtype)  # (n, t, 1)
+        mean = (hidden * mask).sum(1) / mask.sum(1)  # (n, d)
+        return torch.nn.functional.normalize(mean, dim=1).float().numpy()
 
     return embed
 
@@ -84,7 +95,12 @@ def run_encoder(config: RunConfig) -> nn.Module:
     """The encoder ``config.encoder`` names (memory-augmented ones segment by segment)."""
     from lifelong.encoders import load_run_encoder
 
-    return load_run_encoder(config.encoder, seed=config.seed, segment_length=config.segment_length)
+    return load_run_encoder(
+        config.encoder,
+        seed=config.seed,
+        segment_length=config.segment_length,
+        pooling=config.pooling,
+    )
 
 
 def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, TaskKind]:
@@ -244,24 +260,38 @@ def _train(job: _Job) -> RunOutcome:
         checkpointer=Checkpointer(job.run_dir, config.checkpoint_every),
         start=start,
     )
-    metrics = run_metrics(result, strategy, time.perf_counter() - began)
+    metrics = run_metrics(result, strategy, time.perf_counter() - began, stream=stream)
     write_results(job.run_dir, config.to_dict(), result, metrics)
     return RunOutcome(result, metrics, job.run_dir)
 
 
-def run_metrics(result: StreamResult, strategy: Strategy, seconds: float) -> dict[str, Any]:
+def run_metrics(
+    result: StreamResult,
+    strategy: Strategy,
+    seconds: float,
+    *,
+    stream: TaskStream | None = None,
+) -> dict[str, Any]:
     """What ``metrics.json`` holds.
 
-    The summary of R (null where undefined), the metric's name, other metrics' final averages,
-    the training time, and the strategy's report (its ``memory_examples`` and ``write_rate``
-    also at the top level, comparable across strategies).
+    The summary of R (null where undefined), the main metric pooled over all test sets, the
+    metric's name, other metrics' final averages, the training time, each task's size (its
+    labels, e.g. a FewRel cluster's relations, and its train and test examples), and the
+    strategy's report (its ``memory_examples`` and ``write_rate`` also at the top level,
+    comparable across strategies).
     """
-    metrics: dict[str, Any] = summary(result.accuracy, result.before)
+    # pooled_accuracy: the main metric over all test sets as one (FewRel's headline)
+    metrics: dict[str, Any] = summary(result.accuracy, result.before, result.test_sizes)
     metrics["metric"] = result.metric  # what R holds: accuracy, or F1 for QA
     metrics["secondary_metrics"] = list(result.secondary)
     for name, rows in result.secondary.items():  # e.g. QA's final average exact match
         metrics[f"average_{name}"] = round(float(rows[-1].mean()), 4)
     metrics["seconds"] = round(seconds, 1)
+    if stream is not None:
+        metrics["tasks"] = [
+            {"name": t.name, "labels": len(t.labels), "train": len(t.train), "test": len(t.test)}
+            for t in stream
+        ]
     report = getattr(strategy, "report", None)
     if callable(report):  # strategy-specific end-of-run numbers: memory size, write rate, ...
         metrics["strategy"] = report()
@@ -290,6 +320,7 @@ def format_report(result: StreamResult, metrics: dict[str, Any]) -> str:
         for name, frame in matrices
     )
     names = {
+        "pooled_accuracy": "pooled accuracy",
         "average_accuracy": "average accuracy",
         "bwt": "BWT",
         "fwt": "FWT",

@@ -14,7 +14,10 @@ if TYPE_CHECKING:
 
 
 class KeyEncoder:
-    """A frozen copy of a pre-trained encoder whose [CLS] vector is the memory key.
+    """A frozen copy of a pre-trained encoder whose raw [CLS] vector is the memory key.
+
+    The key is the last layer's hidden state at [CLS] (or at ``position``), not the pooler's
+    output, as EM-in-LLL's ``memory.py`` reads it (``outputs[0][:, 0, :]``).
 
     One key per example: the task kind gives one key row per example (`TaskKind.key_rows`).
 
@@ -24,8 +27,8 @@ class KeyEncoder:
     Args:
         encoder: The pre-trained encoder (copied; the original stays trainable).
         batch_size: Rows per forward pass when encoding many inputs.
-        position: Key on this token's vector instead of the pooled [CLS] one (QA keys on the
-            first question token, position 1, as MbPA++ does, §3).
+        position: Key on this token's vector instead of [CLS]'s (QA keys on the first question
+            token, position 1, as MbPA++ does, §3).
 
     """
 
@@ -36,7 +39,7 @@ class KeyEncoder:
         for p in self.encoder.parameters():
             p.requires_grad_(False)
         self.batch_size = batch_size
-        self.position = position
+        self.position = 0 if position is None else position
         self.dim: int = encoder.hidden_size
 
     @torch.no_grad()
@@ -47,6 +50,6 @@ class KeyEncoder:
             ids = batch.input_ids[start : start + self.batch_size]
             mask = batch.attention_mask[start : start + self.batch_size]
             encoded = self.encoder(ids, mask)
-            vectors = encoded.pooled if self.position is None else encoded.hidden[:, self.position]
+            vectors = encoded.hidden[:, self.position]  # (b, d)
             keys.append(vectors.float().cpu().numpy())  # (b, d)
         return np.concatenate(keys).astype(np.float32)

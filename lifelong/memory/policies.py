@@ -8,7 +8,7 @@ deterministic given the memory's random generator, and their counters are saved 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -133,26 +133,33 @@ class DiversityWrite:
     """Meta-MbPA's diversity-based writes: examples far from everything stored are kept.
 
     Wang et al. (2020) score an example x by its distance to memory under the frozen key network
-    g, d(x) = min_m ||g(x) − g(m)||², through exp(−d(x)/β) (β = 10). We read exp(−d/β) as how
-    well memory already covers x and write with probability proportional to the novelty
-    ``1 − exp(−d/β)``: a near-duplicate of a stored key (d ≈ 0) is almost never written, a far
-    example almost always is, which is the paper's stated aim ("select examples that are less
-    similar to existing memory"). The factor is set online so that about ``rate`` of the stream
-    is kept (1% in the paper): p(x) = min(1, rate · novelty(x) / mean novelty so far). Within a
-    batch, examples are decided in order, each against memory plus the examples of the batch
-    chosen before it.
+    g, d(x) = min_m ||g(x) − g(m)||², through exp(−d(x)/β) (β = 10), and write it with
+    ``log p(x) ∝ −d(x)/β``. Read literally, that p is largest for d = 0: near-duplicates of
+    stored examples would be written most, against the paper's stated aim ("select examples that
+    are less similar to existing memory"). So by default (``rule="dissimilar"``) we read
+    exp(−d/β) as how well memory already covers x and write with probability proportional to
+    the novelty ``1 − exp(−d/β)``: a near-duplicate of a stored key (d ≈ 0) is almost never
+    written, a far example almost always is. ``rule="literal"`` scores with exp(−d/β) itself,
+    the formula as printed, for comparison; an empty memory (d = inf, nothing to be similar to,
+    the formula undefined) scores 1 under both rules, so the first example can be written.
+
+    The factor is set online so that about ``rate`` of the stream is kept (1% in the paper):
+    p(x) = min(1, rate · score(x) / mean score so far). Within a batch, examples are decided in
+    order, each against memory plus the examples of the batch chosen before it.
 
     Attributes:
         rate: Target fraction of the stream to keep.
         beta: β, the distance scale.
+        rule: ``"dissimilar"`` (score 1 − exp(−d/β)) or ``"literal"`` (score exp(−d/β)).
         seen: Examples offered so far.
         written: Examples written so far.
-        novelty_sum: Sum of the novelty of every example offered (for the running mean).
+        novelty_sum: Sum of the score of every example offered (for the running mean).
 
     """
 
     rate: float = 0.01
     beta: float = 10.0
+    rule: Literal["dissimilar", "literal"] = "dissimilar"
     seen: int = 0
     written: int = 0
     novelty_sum: float = 0.0
@@ -164,6 +171,8 @@ class DiversityWrite:
             raise ValueError(f"diversity write rate must be in (0, 1], got {self.rate}")
         if not self.beta > 0:
             raise ValueError(f"diversity beta must be > 0, got {self.beta}")
+        if self.rule not in ("dissimilar", "literal"):
+            raise ValueError(f"diversity rule must be 'dissimilar' or 'literal', got {self.rule!r}")
 
     def plan(self, n: int, size: int, rng: np.random.Generator) -> WritePlan:
         """Not usable without keys: `EpisodicMemory.write` calls `plan_keyed` instead."""
@@ -173,8 +182,15 @@ class DiversityWrite:
         """1 − exp(−d/β) for squared key distances d (1 for an empty memory, d = inf)."""
         return 1.0 - np.exp(-np.asarray(distance, dtype=np.float64) / self.beta)
 
+    def score(self, distance: np.ndarray) -> np.ndarray:
+        """The write score of the rule: `novelty`, or exp(−d/β) (1 for d = inf) if literal."""
+        if self.rule == "dissimilar":
+            return self.novelty(distance)
+        d = np.asarray(distance, dtype=np.float64)
+        return np.where(np.isinf(d), 1.0, np.exp(-d / self.beta))
+
     def probability(self, novelty: float) -> float:
-        """Write probability of an example of this novelty, given the running mean."""
+        """Write probability of an example of this score, given the running mean."""
         mean = self.novelty_sum / self.seen if self.seen else 1.0
         return float(min(1.0, self.rate * novelty / mean)) if mean > 0 else self.rate
 
@@ -197,7 +213,7 @@ class DiversityWrite:
             d = float(distance[i])
             if chosen:  # also against the examples of this batch already chosen
                 d = min(d, float(((keys[chosen] - keys[i]) ** 2).sum(axis=1).min()))
-            novelty = float(self.novelty(d))
+            novelty = float(self.score(d))
             self.seen += 1
             self.novelty_sum += novelty
             if rng.random() < self.probability(novelty):
@@ -216,6 +232,7 @@ class DiversityWrite:
             "name": self.name,
             "rate": self.rate,
             "beta": self.beta,
+            "rule": self.rule,
             "seen": self.seen,
             "written": self.written,
             "novelty_sum": self.novelty_sum,
@@ -231,7 +248,7 @@ def make_policy(name: str, **options: Any) -> WritePolicy:
     """Build a policy by name.
 
     Names: ``all``, ``random`` (``p=``), ``reservoir`` (``capacity=``), ``diversity``
-    (``rate=``, ``beta=``).
+    (``rate=``, ``beta=``, ``rule=``).
 
     Raises:
         ValueError: Unknown name, or options the policy does not take.

@@ -174,3 +174,120 @@ def test_fast_path_gives_the_reference_scores_on_multi_row_examples(tokenizer, k
         ref, got = ref[real], got[real]
     torch.testing.assert_close(got, ref, atol=1e-4, rtol=0)
     assert reference.adapted == fast.adapted == test.num_examples
+
+
+def plain_sgd_before_momentum(loss, params, *, steps, lr, l2):
+    """`local_adapt` as it was before momentum: W~ ← W~ − lr (∇loss + 2λ(W~ − W))."""
+    anchor = {k: v.detach() for k, v in params.items()}
+    for _ in range(steps):
+        grads = torch.func.grad(loss)(params)
+        params = {k: v - lr * (grads[k] + 2 * l2 * (v - anchor[k])) for k, v in params.items()}
+    return params
+
+
+def test_local_adapt_without_momentum_is_exactly_plain_sgd():
+    _, params, loss = linear_problem()
+    expected = plain_sgd_before_momentum(loss, params, steps=7, lr=0.3, l2=0.05)
+    for adapted in (
+        local_adapt(loss, params, steps=7, lr=0.3, l2=0.05, momentum=0.0),
+        local_adapt(loss, params, steps=7, lr=0.3, l2=0.05),  # the function's default: μ = 0
+    ):
+        assert all(torch.equal(adapted[k], expected[k]) for k in params)
+
+
+def sgd_by_hand(head, x, y, *, steps, lr, l2, momentum):
+    """EM-in-LLL test.py's loop: torch.optim.SGD on CE + λ Σ (W − W~)² (a copy of ``head``)."""
+    model = nn.Linear(head.in_features, head.out_features)
+    model.load_state_dict(head.state_dict())
+    origin = {k: v.detach().clone() for k, v in model.named_parameters()}
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        pull = sum(((origin[k] - p) ** 2).sum() for k, p in model.named_parameters())
+        (nn.functional.cross_entropy(model(x), y) + l2 * pull).backward()
+        optimizer.step()
+    return {k: v.detach() for k, v in model.named_parameters()}
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_local_adapt_with_momentum_equals_torch_sgd(momentum):
+    torch.manual_seed(0)
+    head = nn.Linear(8, 3)
+    x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+    params = {k: v.detach() for k, v in head.named_parameters()}
+
+    def loss(p):
+        return nn.functional.cross_entropy(torch.func.functional_call(head, p, (x,)), y)
+
+    expected = sgd_by_hand(head, x, y, steps=10, lr=0.2, l2=0.05, momentum=momentum)
+    adapted = local_adapt(loss, params, steps=10, lr=0.2, l2=0.05, momentum=momentum)
+    for k in params:
+        torch.testing.assert_close(adapted[k], expected[k], atol=1e-6, rtol=0)
+    if momentum:  # and momentum makes a difference over these steps
+        plain = local_adapt(loss, params, steps=10, lr=0.2, l2=0.05)
+        assert max((plain[k] - adapted[k]).abs().max() for k in params) > 1e-3
+
+
+def test_momentum_adaptation_is_pure_and_stays_differentiable_to_second_order():
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 5, dtype=torch.float64), torch.randint(0, 3, (4,))
+    query = torch.randn(4, 5, dtype=torch.float64)
+    anchor = {"w": torch.randn(3, 5, dtype=torch.float64)}  # fixed: the pull is a constant's
+
+    def loss(p):
+        return nn.functional.cross_entropy(x @ p["w"].T, y)
+
+    def outer(w, first_order=False):
+        steps = {"steps": 3, "lr": 0.3, "l2": 0.1, "momentum": 0.9}
+        adapted = local_adapt(loss, {"w": w}, **steps, anchor=anchor, first_order=first_order)
+        return nn.functional.cross_entropy(query @ adapted["w"].T, y)
+
+    w = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    before = w.detach().clone()
+    # the meta-gradient through three momentum steps matches finite differences
+    assert torch.autograd.gradcheck(outer, (w,))
+    assert torch.equal(w.detach(), before)
+    (second,) = torch.autograd.grad(outer(w), w)
+    (first,) = torch.autograd.grad(outer(w, first_order=True), w)
+    assert (second - first).norm() > 1e-6 * first.norm()
+
+
+def test_vmapped_momentum_adaptation_equals_one_example_at_a_time():
+    torch.manual_seed(0)
+    head = nn.Linear(6, 3)
+    params = {k: v.detach() for k, v in head.named_parameters()}
+    xs, ys = torch.randn(5, 8, 6), torch.randint(0, 3, (5, 8))
+
+    def adapt(x, y):
+        def loss(p):
+            return nn.functional.cross_entropy(torch.func.functional_call(head, p, (x,)), y)
+
+        return local_adapt(loss, params, steps=4, lr=0.2, l2=1e-3, momentum=0.9)
+
+    batched = torch.func.vmap(adapt)(xs, ys)
+    for i in range(5):
+        one = adapt(xs[i], ys[i])
+        for k in params:
+            torch.testing.assert_close(batched[k][i], one[k], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("scope", ["all", "head"])
+def test_fast_and_vmap_paths_match_the_reference_with_momentum(setup, scope):
+    _, _, test = setup
+    options = {"adapt_scope": scope, "momentum": 0.9, "adapt_lr": 0.02}
+    reference = adapter(setup, adapt_path="reference", **options).logits(test)
+    without = adapter(setup, adapt_path="reference", **{**options, "momentum": 0.0}).logits(test)
+    assert (reference - without).abs().max() > 1e-4  # momentum reaches the adapter
+    fast = adapter(setup, **options).logits(test)
+    vmapped = adapter(setup, fast_chunk=2, **options).logits(test)
+    torch.testing.assert_close(fast, reference, atol=1e-4, rtol=0)
+    torch.testing.assert_close(vmapped, reference, atol=1e-4, rtol=0)
+
+
+def test_local_adaptation_defaults_are_the_paper_and_em_in_lll_values():
+    o = AdaptationOptions()
+    # K = 32, L = 30, λ = 1e-3 (de Masson d'Autume et al., 2019); SGD lr 2e-3 with momentum
+    # 0.9 (EM-in-LLL settings.py / test.py)
+    assert (o.k, o.steps, o.l2, o.adapt_lr, o.momentum) == (32, 30, 1e-3, 2e-3, 0.9)
+    with pytest.raises(ValueError, match="momentum"):
+        AdaptationOptions(momentum=1.0)

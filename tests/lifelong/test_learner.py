@@ -56,3 +56,23 @@ def test_learning_happens_on_the_toy_stream(task):
     # each task is learnt when it is trained (a word gives the label away)
     assert result.accuracy[0, 0] >= 90 and result.accuracy[1, 1] >= 90
     assert result.before.max() <= 60
+
+
+def test_pooled_metric_weights_each_task_by_its_test_set(task):
+    from lifelong.experiment.runs import run_metrics
+    from lifelong.learner import StreamResult
+
+    R = np.array([[90.0, 0.0, 0.0], [80.0, 70.0, 10.0], [60.0, 50.0, 40.0]])
+    result = StreamResult(("a", "b", "c"), R, np.zeros(3), test_sizes=np.array([10, 30, 60]))
+    assert result.pooled() == (60 * 10 + 50 * 30 + 40 * 60) / 100  # 45.0, not the mean 50.0
+    assert result.pooled(0) == 9.0
+    stream = toy_stream(n_train=8, n_test=4)
+    metrics = run_metrics(result, Recorder, 1.0, stream=stream)
+    assert metrics["pooled_accuracy"] == 45.0 and metrics["average_accuracy"] == 50.0
+    assert metrics["tasks"][0] == {"name": "task0", "labels": 2, "train": 8, "test": 4}
+
+
+def test_the_learner_records_the_test_set_sizes(task):
+    result, _ = run_once(task)
+    assert result.test_sizes.tolist() == [8, 8]
+    assert result.pooled() == result.accuracy[-1].mean()

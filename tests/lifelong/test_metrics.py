@@ -42,13 +42,34 @@ def test_forgetting_uses_best_earlier_accuracy():
     assert forgetting(R2) == pytest.approx(((70 - 60) + (50 - 50)) / 2)
 
 
+def test_forgetting_variants_agree_when_no_task_scores_before_training():
+    # R[0, 1] = 10 < R[1, 1] = 90: the earlier row does not raise task 1's best
+    assert forgetting(R, since="any") == forgetting(R, since="trained") == pytest.approx(25.0)
+
+
+def test_forgetting_any_counts_rows_before_the_task_was_trained():
+    # task 1 scores 70 before it is trained (shared labels), 50 once trained, 40 at the end
+    shared = np.array([[80.0, 70.0, 5.0], [60.0, 50.0, 20.0], [55.0, 40.0, 85.0]])
+    # since trained: task 0 max(80, 60) - 55 = 25; task 1 max(50) - 40 = 10 -> 17.5
+    assert forgetting(shared) == forgetting(shared, since="trained") == pytest.approx(17.5)
+    # Chaudhry et al. (2018), any earlier row: task 1 max(70, 50) - 40 = 30 -> (25 + 30) / 2
+    assert forgetting(shared, since="any") == pytest.approx(27.5)
+    metrics = summary(shared, np.zeros(3))
+    assert metrics["forgetting"] == pytest.approx(17.5)
+    assert metrics["forgetting_any"] == pytest.approx(27.5)
+    with pytest.raises(ValueError, match="since must be 'trained' or 'any'"):
+        forgetting(shared, since="ever")  # type: ignore[arg-type]
+
+
 def test_single_task_has_no_transfer_to_measure():
     one = np.array([[75.0]])
     assert summary(one, np.array([10.0])) == {  # None: undefined, not "no forgetting"
+        "pooled_accuracy": None,  # no test-set sizes given
         "average_accuracy": 75.0,
         "bwt": None,
         "fwt": None,
         "forgetting": None,
+        "forgetting_any": None,
     }
 
 

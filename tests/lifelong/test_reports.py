@@ -46,9 +46,10 @@ def make_run(run_dir, strategy="replay", order="i", seed=0, value=None, tasks=No
     T = len(names)
     R = np.tril(rng.uniform(60, 100, (T, T))) + np.triu(rng.uniform(0, 10, (T, T)), 1)
     before = rng.uniform(0, 10, T)
-    metrics = summary(R, before)
+    metrics = summary(R, before, np.full(T, 100))
     if value is not None:
         metrics.update(average_accuracy=value, bwt=-value / 10, fwt=1.0, forgetting=value / 10)
+        metrics.update(pooled_accuracy=value)
     metrics["seconds"] = 1.5
     cfg = RunConfig(strategy=strategy, order=order, seed=seed, tasks=tasks, **config)
     write_results(run_dir, cfg.to_dict(), StreamResult(tuple(names), R, before), metrics)
@@ -76,7 +77,7 @@ def test_table_mean_std_n_and_average(grid):
     assert list(table.columns.get_level_values("stat").unique()) == ["mean", "std", "n"]
     # strategies in order of first appearance (runs sorted by directory)
     assert list(table.index.get_level_values("strategy").unique()) == ["mbpa++_x", "replay"]
-    assert len(table) == 2 * 4
+    assert len(table) == 2 * 5  # two strategies x five metrics
 
     row = table.loc[("text", "replay", "average_accuracy")]
     assert row[("i", "mean")] == pytest.approx(82.0)
@@ -194,7 +195,8 @@ def test_markdown(grid):
     text = to_markdown(report_table([grid]))
     assert text.startswith("## text\n")
     assert "| strategy | metric | i | ii | average |" in text
-    assert "| replay | average accuracy | 82.0 ± 2.8 | 71.0 ± 1.4 | 76.5 ± 7.8 |" in text
+    assert "| replay | pooled accuracy | 82.0 ± 2.8 | 71.0 ± 1.4 | 76.5 ± 7.8 |" in text
+    assert "|  | average accuracy | 82.0 ± 2.8 | 71.0 ± 1.4 | 76.5 ± 7.8 |" in text
     assert "|  | BWT | -8.2 ± 0.3 |" in text  # strategy shown once per block
     assert "(2 per cell)" in text
 
@@ -203,7 +205,8 @@ def test_latex(grid):
     text = to_latex(report_table([grid]))
     for needle in (r"\begin{tabular}{llrrr}", r"\toprule", r"\midrule", r"\bottomrule"):
         assert needle in text
-    assert r"mbpa++\_x & average accuracy & 90.0 $\pm$ 0.0 & 87.0 $\pm$ 1.4" in text
+    assert r"mbpa++\_x & pooled accuracy & 90.0 $\pm$ 0.0 & 87.0 $\pm$ 1.4" in text
+    assert r" & average accuracy & 90.0 $\pm$ 0.0 & 87.0 $\pm$ 1.4" in text
     assert "$-$8.2 $\\pm$ 0.3" in text
     assert "mbpa++_x" not in text
     assert text.count(r"\begin{tabular}") == 1
@@ -225,7 +228,7 @@ def test_one_table_per_stream(tmp_path):
 def test_csv_parses_back(grid):
     frame = pd.read_csv(io.StringIO(to_csv(report_table([grid]))))
     assert list(frame.columns) == ["stream", "strategy", "metric", "i", "ii", "average"]
-    assert len(frame) == 8
+    assert len(frame) == 10
     replay = frame[(frame.strategy == "replay") & (frame.metric == "average accuracy")]
     assert replay["i"].item() == "82.0 ± 2.8"
 

@@ -1,3 +1,5 @@
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -11,9 +13,10 @@ from strategies.ewc import EWC, EWCOptions, ewc_penalty
 from strategies.mbpa import MbPA, MbPAOptions
 from strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions, MbPAPlusPlusRand
 from strategies.mtl import MTL, MTLOptions
+from strategies.mtl_cumulative import MTLCumulative, MTLCumulativeOptions
 from tests.conftest import tiny_classifier, toy_stream
 
-ALL = ["seq", "replay", "agem", "ewc", "mbpa", "mbpa++", "mbpa++-rand", "mtl"]
+ALL = ["seq", "replay", "agem", "ewc", "mbpa", "mbpa++", "mbpa++-rand", "mtl", "mtl-cumulative"]
 
 
 def batches(kind, n=4, task=0, size=4):
@@ -41,6 +44,8 @@ def test_predict_never_changes_the_base_weights(name, task):
     # every adapt_scope and path is checked for this in tests/lifelong/test_adaptation.py
     options = {"k": 4, "steps": 3, "adapt_scope": "top1"} if name.startswith("mbpa") else {}
     strategy = registry.build(name, ctx, options)
+    if hasattr(strategy, "on_stream_start"):
+        strategy.on_stream_start(toy_stream())
     for b in batches(task):
         strategy.observe(b)
     for hook in ("on_task_end",):
@@ -129,7 +134,9 @@ def test_mbpa_plus_plus_replay_schedule_fires_floor_r_ri_every_ri(task):
     strategy = MbPAPlusPlus(ctx, options)
     sizes = []
     original = strategy.replay.replay_batches
-    strategy.replay.replay_batches = lambda: sizes.append(sum(map(len, out := original()))) or out
+    strategy.replay.replay_batches = lambda slots=None: (
+        sizes.append(sum(map(len, out := original(slots)))) or out
+    )
     for b in batches(task, n=6, size=3):  # 18 examples, R_I = 6 -> 3 replays of floor(3)
         strategy.observe(b)
     assert sizes == [3, 3, 3]
@@ -143,9 +150,36 @@ def test_mbpa_and_rand_variants(task):
     assert registry.build("mbpa++-rand", ctx, {"k": 3}).adapter.options.retrieval == "random"
 
 
-def test_mtl_trains_jointly_on_everything_seen_at_task_end(task):
+def test_mtl_sees_a_sample_of_every_task_in_its_first_batches(task):
     ctx = StrategyContext(tiny_classifier(), task, lr=1e-3, batch_size=4)
-    strategy = MTL(ctx, MTLOptions(epochs=2))
+    strategy = MTL(ctx, MTLOptions())
+    stream = toy_stream(n_train=16)
+    strategy.on_stream_start(stream)
+    labels = []
+    ctx.model.loss, original = (
+        (lambda b: labels.extend(b.labels.tolist()) or original(b)),
+        (ctx.model.loss),
+    )
+    first_task = list(batches(task))[:2]  # two stream batches of task 0 (labels 0 and 1 only)
+    for b in first_task:
+        assert {int(y) for y in b.labels} <= {0, 1}
+        strategy.observe(b)
+    assert {2, 3} & set(labels)  # task 1's labels are already trained on
+    for b in batches(task)[2:] + [task(list(stream.tasks[1].train))]:
+        strategy.observe(b)
+    # one joint pass: every training example of both tasks exactly once
+    assert strategy.counts.taken == 32 and sorted(strategy.order.tolist()) == list(range(32))
+
+
+def test_mtl_needs_the_stream_before_it_observes(task):
+    strategy = MTL(StrategyContext(tiny_classifier(), task, lr=1e-3, batch_size=4))
+    with pytest.raises(RuntimeError, match="on_stream_start"):
+        strategy.observe(batches(task)[0])
+
+
+def test_mtl_cumulative_trains_jointly_on_everything_seen_at_task_end(task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3, batch_size=4)
+    strategy = MTLCumulative(ctx, MTLCumulativeOptions(epochs=2))
     before = snapshot(ctx.model)
     for b in batches(task):
         assert strategy.observe(b) == {}
@@ -154,3 +188,63 @@ def test_mtl_trains_jointly_on_everything_seen_at_task_end(task):
     ctx.model.loss, original = (lambda b: seen.append(len(b)) or original(b)), ctx.model.loss
     strategy.on_task_end(0)
     assert sum(seen) == 2 * 16 and not unchanged(ctx.model, before)
+
+
+def adam_steps(optimizer):
+    return sorted({int(s["step"]) for s in optimizer.state.values()})
+
+
+@pytest.mark.parametrize("cls", [MbPA, MbPAPlusPlus])
+def test_optimizer_per_task_restarts_adam_and_the_linear_schedule_at_each_task(cls, task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3)
+    options = cls.Options(optimizer_per_task=True, warmup_steps=2, schedule_steps=6)
+    strategy = cls(ctx, options)
+    strategy.on_task_start(0)
+
+    def lrs(task_id, n):
+        out = []
+        for b in batches(task, n=n, task=task_id):
+            strategy.observe(b)
+            out.append(strategy.trainer.optimizer.param_groups[0]["lr"])
+        return out
+
+    # EM-in-LLL's WarmupLinearSchedule: u/2 while u < 2, then (6 − u)/4 down to 0
+    assert lrs(0, 4) == pytest.approx([5e-4, 1e-3, 7.5e-4, 5e-4])
+    first = strategy.trainer.optimizer
+    assert adam_steps(first) == [4]
+    strategy.on_task_start(1)
+    assert strategy.trainer.optimizer is not first and not strategy.trainer.optimizer.state
+    assert lrs(1, 7) == pytest.approx([5e-4, 1e-3, 7.5e-4, 5e-4, 2.5e-4, 0.0, 0.0])
+    assert adam_steps(strategy.trainer.optimizer) == [7]
+    group = strategy.trainer.optimizer.param_groups[0]
+    assert (group["weight_decay"], group["eps"]) == (0, 1e-8)  # EM-in-LLL's AdamW
+
+
+@pytest.mark.parametrize("cls", [MbPA, MbPAPlusPlus])
+def test_optimizer_per_task_is_off_by_default_and_keeps_one_optimizer(cls, task):
+    ctx = StrategyContext(tiny_classifier(), task, lr=1e-3)
+    strategy = cls(ctx, cls.Options())
+    assert strategy.schedule is None and "schedule" not in strategy.state_dict()
+    optimizer = strategy.trainer.optimizer
+    strategy.observe(batches(task)[0])
+    strategy.on_task_start(1)
+    assert strategy.trainer.optimizer is optimizer and adam_steps(optimizer) == [1]
+
+
+def test_optimizer_per_task_resumes_mid_task_with_its_schedule_and_adam_state(task):
+    options = MbPAPlusPlusOptions(optimizer_per_task=True, warmup_steps=1, schedule_steps=5)
+    strategy = MbPAPlusPlus(StrategyContext(tiny_classifier(), task, lr=1e-3), options)
+    data = batches(task, n=3)
+    strategy.on_task_start(0)
+    for b in data[:2]:
+        strategy.observe(b)
+    state = copy.deepcopy(strategy.state_dict())  # as from a file: Adam would share tensors
+    assert state["schedule"] == {"updates": 2}
+    again = MbPAPlusPlus(StrategyContext(tiny_classifier(seed=1), task, lr=1e-3), options)
+    again.load_state_dict(state)  # a resumed run: no on_task_start mid-task
+    assert adam_steps(again.trainer.optimizer) == [2]
+    for s in (strategy, again):
+        torch.manual_seed(0)
+        s.observe(data[2])
+    assert again.trainer.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * 2 / 4)
+    assert unchanged(again.trainer.model, snapshot(strategy.trainer.model))

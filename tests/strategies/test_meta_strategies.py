@@ -179,8 +179,42 @@ def test_oml_er_replays_memory_on_schedule_and_writes_every_example(task):
         strategy.observe(batch)
     # every episode is a replay episode (R_F = 1): 2 stream batches each, the first has no memory
     assert strategy.buffer.episodes == 3 and strategy.replay.schedule.replays == 2
-    strategy.on_eval_start()  # the seventh batch is learnt before evaluation
-    assert len(strategy.replay.memory) == 7 * 4
+    assert len(strategy.replay.memory) == 6 * 4  # the seventh batch waits for its episode
+    evaluate_all(strategy, toy_stream(), task, batch_size=4, progress=False)
+    assert len(strategy.buffer.pending) == 1 and len(strategy.replay.memory) == 6 * 4
+
+
+@pytest.mark.parametrize("name", ["oml-er", "anml-er"])
+def test_meta_test_draws_memory_batches_at_random_with_replacement(name, task):
+    strategy, _ = build(name, task, support_batches=5)
+    for batch in stream_batches(task, n=12):
+        strategy.observe(batch)
+    size = len(strategy.replay.memory)
+    draws = [strategy.meta_test_slots() for _ in range(20)]
+    assert all(len(d) == 5 and all(len(s) == 4 for s in d) for d in draws)
+    flat = np.concatenate([np.concatenate(d) for d in draws])
+    assert set(flat.tolist()) <= set(range(size))
+    # not oldest -> newest: many batches are unsorted, and batches share examples
+    assert sum(not np.all(np.diff(s) > 0) for d in draws for s in d) > 50
+    assert any(len(set(np.concatenate(d).tolist())) < 20 for d in draws)
+
+
+def test_anml_er_meta_test_adapts_the_whole_prediction_network_with_the_gate_fixed(task):
+    strategy, _ = build("anml-er", task)
+    for batch in stream_batches(task):
+        strategy.observe(batch)
+    with torch.no_grad():
+        weights = dict(strategy.net.named_parameters())
+    adapted = strategy.meta_test()
+    assert any(k.startswith("classifier.encoder.") for k in adapted)
+    assert not any(k.startswith("neuromodulator.") for k in adapted)
+    moved = [k for k, v in adapted.items() if not torch.equal(v, weights[k])]
+    assert any(k.startswith("classifier.encoder.") for k in moved)
+    assert any(k.startswith("classifier.head.") for k in moved)
+    oml, _ = build("oml-er", task)
+    for batch in stream_batches(task):
+        oml.observe(batch)
+    assert all(k.startswith("head.") for k in oml.meta_test())
 
 
 @pytest.mark.parametrize("name", META)
@@ -194,8 +228,10 @@ def test_adaptation_runs_once_per_test_set(name, task):
     counter = "coarse_adaptations" if name == "meta-mbpa" else "meta_tests"
     assert getattr(strategy.counts, counter) == 1  # three batches, one adaptation
     evaluate_all(strategy, stream, task, batch_size=4, progress=False)
-    assert getattr(strategy.counts, counter) == 3
-    assert strategy.report()[counter] == 3
+    # Meta-MbPA adapts once for the whole evaluation (coarse_scope "test_set", the paper's)
+    once_more = 1 if name == "meta-mbpa" else len(stream)
+    assert getattr(strategy.counts, counter) == 1 + once_more
+    assert strategy.report()[counter] == 1 + once_more
 
 
 @pytest.mark.parametrize("name", META)
@@ -203,7 +239,6 @@ def test_predict_never_changes_the_weights(name, task):
     strategy, _ = build(name, task)
     for batch in stream_batches(task):
         strategy.observe(batch)
-    strategy.on_eval_start() if hasattr(strategy, "on_eval_start") else None
     module = getattr(strategy, "net", strategy.model)
     before = snapshot(module)
     scores = strategy.predict(task(list(toy_stream().tasks[0].test)))
@@ -270,3 +305,96 @@ def test_outer_lr_overrides_the_run_lr_and_is_validated(name, task):
     assert [g["lr"] for g in custom.trainer.optimizer.param_groups] == [2e-4]
     with pytest.raises(ValueError, match="outer_lr"):
         OMLEROptions(outer_lr=-1.0)
+
+
+def test_meta_mbpa_alpha_defaults_to_the_papers_1e_5_not_the_run_lr(task, monkeypatch):
+    import strategies.meta_mbpa as meta_mbpa
+    from lifelong.adaptation import local_adapt
+
+    assert MetaMbPAOptions().meta_lr == 1e-5  # Wang et al. (2020): α = 1e-5
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["lr"])
+        return local_adapt(*args, **kwargs)
+
+    monkeypatch.setattr(meta_mbpa, "local_adapt", spy)
+    example = stream_batches(task, task=1)[0].examples_at([0])
+    for overrides, alpha in (({}, 1e-5), ({"meta_lr": 0.0}, 1e-3)):  # 0: the run's lr (1e-3)
+        strategy, _ = filled_meta_mbpa(task, **overrides)
+        strategy.meta_loss(example, strategy.neighbours(example)[0])
+        assert seen.pop() == alpha
+
+
+def evaluate_with_all_test_sets(strategy, stream, kind):
+    """The learner's evaluation with the ``on_eval_sets`` hook: every test set first."""
+    from lifelong.learner import evaluate_metrics
+
+    strategy.on_eval_start()
+    strategy.on_eval_sets([t.test for t in stream])
+    per_task = [
+        strategy.predict_set([kind(list(t.test[i : i + 4])) for i in range(0, len(t.test), 4)])
+        for t in stream
+    ]
+    scores = [
+        evaluate_metrics(strategy, t.test, kind, batch_size=4, progress=False) for t in stream
+    ]
+    strategy.on_eval_end()
+    return per_task, scores
+
+
+def test_coarse_adaptation_runs_once_over_all_test_sets_of_an_evaluation(task):
+    strategy, _ = build("meta-mbpa", task)
+    assert strategy.options.coarse_scope == "test_set"  # the paper: once for the testing set
+    for batch in stream_batches(task):
+        strategy.observe(batch)
+    stream = toy_stream(n_test=8)
+    every = [task(list(t.test[i : i + 4])) for t in stream for i in range(0, len(t.test), 4)]
+    expected = torch.cat(strategy.predict_set(every))  # one set of both tasks' inputs
+    assert strategy.counts.coarse_adaptations == 1
+    per_task, scores = evaluate_with_all_test_sets(strategy, stream, task)
+    assert strategy.counts.coarse_adaptations == 2  # one more for the whole evaluation
+    torch.testing.assert_close(torch.cat([torch.cat(p) for p in per_task]), expected)
+    assert all(0.0 <= s["accuracy"] <= 100.0 for s in scores)
+    assert strategy._evaluation_params is None  # dropped at on_eval_end
+
+
+def test_coarse_scope_task_adapts_once_per_task_test_set(task):
+    strategy, _ = build("meta-mbpa", task, coarse_scope="task")
+    for batch in stream_batches(task):
+        strategy.observe(batch)
+    stream = toy_stream(n_test=8)
+    own = [
+        torch.cat(strategy.predict_set([task(list(t.test[i : i + 4])) for i in range(0, 8, 4)]))
+        for t in stream
+    ]
+    per_task, _ = evaluate_with_all_test_sets(strategy, stream, task)
+    assert strategy.counts.coarse_adaptations == 2 + 2 * 2  # per set: predict_set, then scores
+    for mine, theirs in zip(per_task, own):
+        torch.testing.assert_close(torch.cat(mine), theirs)
+    pooled, _ = build("meta-mbpa", task)
+    pooled.load_state_dict(strategy.state_dict())
+    together, _ = evaluate_with_all_test_sets(pooled, stream, task)
+    assert not torch.allclose(torch.cat(together[0]), own[0])  # task vs test-set pools differ
+
+
+def test_meta_mbpa_write_rule_reaches_its_diversity_policy(task):
+    assert MetaMbPAOptions().write_rule == "dissimilar"
+    strategy, _ = build("meta-mbpa", task, write_rule="literal")
+    assert strategy.memory.policy.rule == "literal"
+    with pytest.raises(ValueError, match="write_rule"):
+        MetaMbPAOptions(write_rule="similar")
+
+
+def test_coarse_adaptation_over_all_test_sets_with_an_empty_memory_keeps_the_base_weights(task):
+    strategy, context = build("meta-mbpa", task)
+    stream = toy_stream(n_test=8)
+    per_task, _ = evaluate_with_all_test_sets(strategy, stream, task)
+    assert strategy.counts.coarse_adaptations == 0
+    with torch.no_grad():
+        context.model.eval()
+        for scores, t in zip(per_task, stream):
+            first = task(list(t.test[:4]))  # the first batch of the task's test set
+            torch.testing.assert_close(
+                scores[0], context.model(first.input_ids, first.attention_mask)
+            )

@@ -1,11 +1,14 @@
 import numpy as np
+import pytest
 import torch
 
 from lifelong import registry
 from lifelong.model import Batch
+from lifelong.strategy import StrategyContext
+from lifelong.tasks import TaskSettings, build_task
 from strategies.replay import Replay, ReplayStrategyOptions
 from strategies.seq import Seq
-from tests.conftest import toy_stream
+from tests.conftest import tiny_classifier, toy_stream
 
 
 def first_batch(task, stream, n=4):
@@ -39,8 +42,8 @@ def test_replay_writes_everything_and_replays_at_the_rate(context, task):
     calls = []
     original = strategy.replay.replay_batches
 
-    def spy():
-        out = original()
+    def spy(slots=None):
+        out = original(slots)
         calls.append(sum(len(b) for b in out))
         return out
 
@@ -106,3 +109,66 @@ def test_replay_chunks_make_one_update_equal_to_one_big_batch(task):
     train_step(b, opt_b, halves, max_grad_norm=None)
     for pa, pb in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(pa, pb, atol=1e-6, rtol=1e-5)
+
+
+def replay_update_gradient(task, mode, chunk=64, batch_size=4):
+    """The gradient the replay update of REPLAY applies, with its loss and the slots it drew."""
+    context = StrategyContext(tiny_classifier(task=task), task, lr=1e-3, batch_size=batch_size)
+    options = ReplayStrategyOptions(
+        replay_every=8, replay_ratio=1.0, replay_mode=mode, replay_grad_norm=0, replay_chunk=chunk
+    )
+    strategy = Replay(context, options)
+    for start in range(0, 8, 4):
+        strategy.replay.write(task(list(toy_stream(n_train=8).tasks[0].train[start : start + 4])))
+    seen = {}
+    step = strategy.trainer.optimizer.step
+    strategy.trainer.optimizer.step = lambda: (
+        seen.update(
+            grads=[p.grad.clone() for p in context.model.parameters() if p.grad is not None]
+        )
+        or step()
+    )
+    strategy.replay.update(strategy.trainer)
+    return seen["grads"]
+
+
+def test_sum_batches_replays_the_sum_of_its_mini_batch_losses(task):
+    # 8 memories, b = 4: Holla's loss is the sum of 2 mini-batch means = 2 x the mean over 8
+    mean = replay_update_gradient(task, "mean")
+    summed = replay_update_gradient(task, "sum_batches")
+    assert all(torch.allclose(s, 2 * m, atol=1e-6) for s, m in zip(summed, mean))
+
+
+def test_replay_defaults_are_holla_s_sum_and_clips_on_the_replay_update_only(task, tokenizer):
+    options = ReplayStrategyOptions()
+    assert options.replay_mode == "sum_batches" and options.max_grad_norm == 0.0
+    replay = Replay(StrategyContext(tiny_classifier(task=task), task), options)
+    assert replay.trainer.max_grad_norm == 0.0 and replay.replay.grad_norm == 25.0
+    fewrel = build_task("relation", tokenizer, ["a", "b"], TaskSettings(max_length=16))
+    model = tiny_classifier(task=fewrel)
+    assert Replay(StrategyContext(model, fewrel), options).replay.grad_norm == 10.0
+
+
+def test_replay_update_is_clipped_at_its_own_norm(task):
+    context = StrategyContext(tiny_classifier(task=task), task, lr=1e-3, batch_size=4)
+    options = ReplayStrategyOptions(replay_every=4, replay_ratio=1.0, replay_grad_norm=1e-3)
+    strategy = Replay(context, options)
+    strategy.replay.write(task(list(toy_stream().tasks[0].train[:4])))
+    norms = []
+    step = strategy.trainer.optimizer.step
+    params = [p for p in context.model.parameters() if p.requires_grad]
+    strategy.trainer.optimizer.step = lambda: (
+        norms.append(
+            float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
+        )
+        or step()
+    )
+    strategy.observe(task(list(toy_stream().tasks[0].train[4:8])))
+    stream_norm, replay_norm = norms
+    assert replay_norm == pytest.approx(1e-3, rel=1e-3) and stream_norm > 1e-2
+
+
+def test_the_optimiser_decays_no_weight_by_default(context):
+    from lifelong.training import make_optimizer
+
+    assert make_optimizer(context.model, 1e-3).param_groups[0]["weight_decay"] == 0.0

@@ -95,37 +95,40 @@ def test_order_seed_shuffles_cluster_order_deterministically(tmp_path):
 # --- candidates -------------------------------------------------------------------------------
 
 
-def test_train_negatives_are_restricted_to_seen_relations(tmp_path):
+def test_train_negatives_are_the_line_s_seen_ones_without_top_up(tmp_path):
     toy_data(tmp_path)
     stream = fewrel_stream(data_dir=tmp_path, n_tasks=4, order_seed=1, embed=hashed_bag_of_words)
     seen: set[int] = set()
-    for task in stream:
+    for k, task in enumerate(stream):
         seen |= set(task.labels)
         for ex in task.train:
             assert ex.label in task.labels and ex.label in ex.candidates
-            assert set(ex.candidates) <= seen
             assert len(set(ex.candidates)) == len(ex.candidates)
-            # topped up with seen relations up to the file's 11 negatives where possible
-            assert len(ex.candidates) == min(12, len(seen))
+            if k == 0 and len(task.labels) == 1:  # no seen negative: the line's last two
+                negatives = [r for r in range(12) if r != ex.label]
+                assert set(ex.candidates) == {ex.label, *negatives[-2:]}
+            else:  # every line lists every relation, so the candidates are exactly the seen ones
+                assert set(ex.candidates) == seen
         for ex in task.test:  # test examples keep every candidate of their line
             assert set(ex.candidates) == set(range(12))
     assert seen == set(range(12))
 
 
-def test_negatives_present_in_the_file_are_kept(tmp_path):
-    names = [f"name{r}" for r in range(4)]
-    lines = ["1\t2 3 4\tfirst", "2\t1\tsecond", "3\t4\tthird", "4\t3\tfourth"]
+def test_holla_s_rule_keeps_seen_negatives_and_falls_back_to_the_last_two(tmp_path):
+    names = [f"name{r}" for r in range(5)]
+    lines = ["1\t2 3 4 5\tfirst", "2\t1\tsecond", "3\t4\tthird", "4\t3\tfourth", "5\t1\tfifth"]
     write_data(tmp_path, names, lines, lines)
-    vectors = np.eye(4)
-    stream = fewrel_stream(data_dir=tmp_path, n_tasks=4, embed=lambda n: vectors, order_seed=5)
-    order = [t.labels[0] for t in stream]
-    for k, task in enumerate(stream):
-        for ex in task.train:
-            assert set(ex.candidates) <= set(order[: k + 1])
-    first = next(t for t in stream if t.labels == (0,))
-    seen_before = set(order[: order.index(0) + 1])
-    # line 1 lists 2, 3, 4 (0-based 1, 2, 3): all seen ones are kept, none unseen
-    assert set(first.train[0].candidates) == seen_before
+    vectors = np.eye(5)
+    for order_seed in range(6):
+        stream = fewrel_stream(
+            data_dir=tmp_path, n_tasks=5, embed=lambda n: vectors, order_seed=order_seed
+        )
+        order = [t.labels[0] for t in stream]
+        line_one = next(t for t in stream if t.labels == (0,)).train[0]
+        seen = set(order[: order.index(0) + 1])
+        kept = {1, 2, 3, 4} & seen
+        # line 1 lists 2..5 (0-based 1..4): the seen ones, no top-up; none seen: the last two
+        assert set(line_one.candidates) == {0} | (kept or {3, 4})
 
 
 def test_sample_candidates_do_not_reveal_the_gold(sample_stream):
@@ -139,7 +142,8 @@ def test_sample_candidates_do_not_reveal_the_gold(sample_stream):
     seen: set[int] = set()
     for task in sample_stream:
         seen |= set(task.labels)
-        assert all(set(ex.candidates) <= seen for ex in task.train)
+        for ex in task.train:  # seen negatives, or (none seen) the line's last two
+            assert set(ex.candidates) <= seen or len(ex.candidates) == 3
 
 
 def test_candidates_do_not_depend_on_what_else_is_loaded(tmp_path):
@@ -148,11 +152,35 @@ def test_candidates_do_not_depend_on_what_else_is_loaded(tmp_path):
     small = fewrel_stream(data_dir=tmp_path, n_tasks=3, embed=hashed_bag_of_words, train_size=2)
     by_uid = {ex.uid: ex for task in full for ex in task.train}
     for task in small:
-        assert len(task.train) == 2 and len(task.test) == len(by_uid) // 12 * len(task.labels)
+        assert len(task.test) == len(by_uid) // 12 * len(task.labels)
         for ex in task.train:
             assert by_uid[ex.uid] == ex
-    with pytest.raises(ValueError, match="asked for 999 examples"):
-        fewrel_stream(data_dir=tmp_path, n_tasks=3, embed=hashed_bag_of_words, test_size=999)
+
+
+def test_sizes_count_sentences_per_relation(tmp_path):
+    toy_data(tmp_path, per_relation=5)
+    stream = fewrel_stream(
+        data_dir=tmp_path, n_tasks=3, embed=hashed_bag_of_words, train_size=2, test_size=999
+    )
+    for task in stream:
+        per_relation = {r: sum(ex.label == r for ex in task.train) for r in task.labels}
+        assert set(per_relation.values()) == {2}  # a large cluster gets more sentences
+        assert len(task.test) == 5 * len(task.labels)  # at most 999 each: all 5
+    assert len({len(t.labels) for t in stream}) > 1
+
+
+def test_clusters_do_not_depend_on_the_run_seed(tmp_path):
+    toy_data(tmp_path)
+    labels = {
+        seed: [
+            t.labels
+            for t in fewrel_stream(
+                data_dir=tmp_path, n_tasks=4, seed=seed, embed=hashed_bag_of_words
+            )
+        ]
+        for seed in (0, 1, 7)
+    }
+    assert labels[0] == labels[1] == labels[7]
 
 
 # --- reading the files ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import csv
+from dataclasses import replace
 
 import pytest
 
@@ -6,12 +7,15 @@ from streams import (
     DATASETS,
     ORDERS,
     DataFormatError,
+    StreamSpec,
     TaskStream,
     UnknownNameError,
+    build_stream,
     text_classification_stream,
 )
 from streams.text_classification import (
     SAMPLE_DIR,
+    holla_clean,
     load_dataset,
     merged_label_names,
     read_csv,
@@ -92,18 +96,101 @@ def test_missing_file_names_path_and_layout(tmp_path):
         load_dataset("ag_news", tmp_path)
 
 
+def write_ag_news(tmp_path, n_train=200, n_test=50):
+    rows = [[str(1 + i % 4), f"title {i}", f"text {i}"] for i in range(max(n_train, n_test))]
+    write_csv(tmp_path / "ag_news_csv/train.csv", rows[:n_train])
+    write_csv(tmp_path / "ag_news_csv/test.csv", rows[:n_test])
+
+
 def test_sampling_is_seeded_and_sized(tmp_path):
-    rows = [[str(1 + i % 4), f"title {i}", f"text {i}"] for i in range(200)]
-    write_csv(tmp_path / "ag_news_csv/train.csv", rows)
-    write_csv(tmp_path / "ag_news_csv/test.csv", rows[:50])
-    a = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, seed=1)
-    b = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, seed=1)
-    c = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, seed=2)
+    write_ag_news(tmp_path)
+    a = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, sample_seed=1)
+    b = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, sample_seed=1)
+    c = load_dataset("ag_news", tmp_path, train_size=30, test_size=10, sample_seed=2)
     assert len(a.train) == 30 and len(a.test) == 10
     assert a == b and a.train != c.train
     assert len({e.uid for e in a.train}) == 30
     with pytest.raises(ValueError, match="asked for 60 examples but the file has 50"):
         load_dataset("ag_news", tmp_path, test_size=60)
+
+
+def test_sample_does_not_depend_on_the_run_seed(tmp_path):
+    write_ag_news(tmp_path)
+    # Holla et al. (2020) sample with random_state=42 whatever the run's seed
+    spec = StreamSpec(tasks=("ag_news",), data_dir=str(tmp_path), train_size=30, test_size=10)
+    first, second = (build_stream("text", replace(spec, seed=seed)) for seed in (0, 7))
+    assert first.tasks == second.tasks
+    assert first.tasks[0].validation  # held out too, and just as fixed
+    assert first.tasks[0] == load_dataset(
+        "ag_news", tmp_path, train_size=30, test_size=10, sample_seed=42
+    )
+
+
+def test_validation_is_held_out_of_training(tmp_path):
+    write_ag_news(tmp_path)
+    # default: the paper's 5,000 capped to the 200 - 30 rows training leaves
+    task = load_dataset("ag_news", tmp_path, train_size=30, test_size=10)
+    assert len(task.train) == 30 and len(task.validation) == 170
+    assert not {e.uid for e in task.train} & {e.uid for e in task.validation}
+    # explicit size: one draw of 30 + 20 rows split in two, disjoint
+    task = load_dataset("ag_news", tmp_path, train_size=30, validation_size=20)
+    assert len(task.train) == 30 and len(task.validation) == 20
+    assert len({e.uid for e in task.train + task.validation}) == 50
+    # without a train size every row trains; a validation size takes its rows out of training
+    assert load_dataset("ag_news", tmp_path).validation is None
+    task = load_dataset("ag_news", tmp_path, validation_size=20)
+    assert len(task.train) == 180 and len(task.validation) == 20
+    with pytest.raises(ValueError, match="asked for 190 training \\+ 20 validation examples"):
+        load_dataset("ag_news", tmp_path, train_size=190, validation_size=20)
+
+
+def test_paper_sizes_hold_out_5000_validation_examples(tmp_path):
+    # AG News's training file has exactly 115,000 + 5,000 rows: all are drawn
+    write_ag_news(tmp_path, n_train=120_000, n_test=7_600)
+    task = load_dataset("ag_news", tmp_path, train_size=115_000, test_size=7_600)
+    assert (len(task.train), len(task.validation), len(task.test)) == (115_000, 5_000, 7_600)
+    assert not {e.uid for e in task.train} & {e.uid for e in task.validation}
+
+
+def test_holla_preprocessing_on_a_hand_example(tmp_path):
+    body = "Short-sellers\\n\\nare  back ($5 bn): see http://example.com/x now..."
+    write_csv(tmp_path / "ag_news_csv/train.csv", [["3", "Wall St. Bears Claw Back!!!", body]])
+    write_csv(tmp_path / "ag_news_csv/test.csv", [["1", "Fears", "Unions say..."]])
+    default = load_dataset("ag_news", tmp_path)
+    assert default.train[0].text == (
+        "Wall St. Bears Claw Back!!! Short-sellers are back ($5 bn): see "
+        "http://example.com/x now..."
+    )
+    holla = load_dataset("ag_news", tmp_path, preprocess="holla")
+    # lower-cased, title ". " body, escaped newlines and runs of spaces and marks collapsed,
+    # "$ " split, the link removed (leaving its two spaces, as the reference does)
+    assert (
+        holla.train[0].text
+        == "wall st. bears claw back. short-sellers are back ($ 5 bn): see  now."
+    )
+    assert holla.test[0].text == "fears. unions say."
+    assert holla.train[0].uid == default.train[0].uid
+
+
+def test_holla_joins_yahoo_columns_without_separator(tmp_path):
+    write_csv(
+        tmp_path / "yahoo_answers_csv/train.csv",
+        [["2", "Why is the sky blue?", "", "Rayleigh scattering."]],
+    )
+    write_csv(tmp_path / "yahoo_answers_csv/test.csv", [["1", "Who?", "Me", "You"]])
+    yahoo = load_dataset("yahoo", tmp_path, preprocess="holla")
+    assert yahoo.train[0].text == "why is the sky blue?rayleigh scattering."
+    assert holla_clean("What???  Fine!?") == "what? fine?"
+
+
+def test_preprocess_option_reaches_the_stream(tmp_path):
+    write_ag_news(tmp_path, n_train=5, n_test=5)
+    spec = StreamSpec(tasks=("ag_news",), data_dir=str(tmp_path), train_size=5, test_size=5)
+    assert build_stream("text", spec).tasks[0].train[0].text == "title 0 text 0"  # default
+    holla = build_stream("text", replace(spec, preprocess="holla"))
+    assert holla.tasks[0].train[0].text == "title 0. text 0"
+    with pytest.raises(ValueError, match="preprocess must be 'none' or 'holla'"):
+        load_dataset("ag_news", tmp_path, preprocess="lower")
 
 
 def test_unknown_names_are_errors():
@@ -125,3 +212,4 @@ def test_bundled_sample_is_read_by_the_same_loader():
         # every class of the dataset is present, roughly balanced
         seen = {e.label for e in task.train}
         assert seen == set(task.labels)
+        assert task.validation is None  # read whole: every row trains, as before

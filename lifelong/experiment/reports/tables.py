@@ -26,10 +26,11 @@ from lifelong.experiment.rundir import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_METRICS = ("average_accuracy", "bwt", "fwt", "forgetting")
+DEFAULT_METRICS = ("pooled_accuracy", "average_accuracy", "bwt", "fwt", "forgetting")
 """The metrics `report_table` reports unless told otherwise (keys of ``metrics.json``)."""
 
 METRIC_LABELS = {
+    "pooled_accuracy": "pooled accuracy",
     "average_accuracy": "average accuracy",
     "bwt": "BWT",
     "fwt": "FWT",

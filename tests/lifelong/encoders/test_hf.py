@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from lifelong.encoders.hf import load_encoder, supports_packing
+from lifelong.encoders.hf import HFEncoder, load_encoder, supports_packing
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +52,25 @@ def test_packed_layers_match_padded_ones_and_their_gradients(padded_batch, start
 
 def test_packing_needs_a_bert_style_layer():
     assert not supports_packing(torch.nn.Linear(2, 2))
+
+
+def test_pooled_is_bert_s_pooler_output_when_the_checkpoint_has_one():
+    # both reference implementations read the pooler output (dense + tanh over [CLS])
+    encoder = load_encoder("minilm")
+    assert encoder.pooling == "pooler"
+    ids = torch.tensor([[101, 2054, 102]])
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        out = encoder(ids, mask)
+        expected = torch.tanh(encoder.model.pooler.dense(out.hidden[:, 0]))
+    assert torch.allclose(out.pooled, expected, atol=1e-6)
+    with torch.no_grad():
+        raw = load_encoder("minilm", pooling="cls")(ids, mask)
+    assert torch.allclose(raw.pooled, out.hidden[:, 0], atol=1e-6)
+
+
+def test_auto_pooling_reads_cls_where_no_pooler_was_trained_and_pooler_needs_one():
+    assert load_encoder("tiny").pooling == "cls"  # random weights: no trained pooler to read
+    assert load_encoder("tiny", pooling="pooler").pooling == "pooler"
+    with pytest.raises(ValueError, match="no pooler layer"):
+        HFEncoder(load_encoder("tiny").model, "tiny", "pooler")

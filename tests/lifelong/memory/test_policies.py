@@ -108,3 +108,35 @@ def test_diversity_state_round_trips_through_a_memory_file(tmp_path):
     assert again.policy == memory.policy and again.policy.seen == 4
     with pytest.raises(ValueError, match=r"\(0, 1\]"):
         make_policy("diversity", rate=0.0)
+
+
+def test_literal_diversity_rule_favours_near_duplicates_as_its_formula_says():
+    # log p ∝ −d/β read literally (Wang et al., 2020): the nearer to memory, the likelier
+    writes = {"near": 0, "far": 0}
+    keys = {"near": np.full((1, 4), 0.01, np.float32), "far": np.full((1, 4), 5.0, np.float32)}
+    for trial in range(400):
+        for kind in ("near", "far"):
+            policy = DiversityWrite(rate=1.0, beta=10.0, rule="literal")
+            memory = EpisodicMemory(4, policy=policy, seed=0)
+            # stored: an empty memory scores 1 (and the first example sets the running mean)
+            write(memory, [np.array([1])], np.array([0]), np.zeros((1, 4), np.float32))
+            memory.rng = np.random.default_rng(trial)
+            slots = write(memory, [np.array([2])], np.array([1]), keys[kind])
+            writes[kind] += len(slots)
+    assert writes["far"] < 20 < 300 < writes["near"]
+    literal, dissimilar = DiversityWrite(rule="literal"), DiversityWrite()
+    assert literal.score(0.0) == 1.0 and literal.score(1.0) > literal.score(50.0)
+    assert dissimilar.score(1.0) == dissimilar.novelty(1.0)
+    assert literal.score(np.inf) == dissimilar.score(np.inf) == 1.0  # empty memory
+
+
+def test_literal_diversity_rule_still_writes_into_an_empty_memory_and_round_trips(tmp_path):
+    memory = EpisodicMemory(4, policy=DiversityWrite(rate=1.0, rule="literal"), seed=0)
+    assert len(write(memory, [np.array([1])], np.array([0]), np.zeros((1, 4), np.float32))) == 1
+    memory.save(tmp_path / "m.npz")
+    again = EpisodicMemory.load(tmp_path / "m.npz")
+    assert again.policy.rule == "literal" and again.policy == memory.policy
+    old = {k: v for k, v in DiversityWrite().state().items() if k != "rule"}
+    assert policy_from_state(old).rule == "dissimilar"  # states saved before the option
+    with pytest.raises(ValueError, match="'dissimilar' or 'literal'"):
+        make_policy("diversity", rule="similar")

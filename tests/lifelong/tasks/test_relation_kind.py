@@ -111,3 +111,30 @@ def test_the_model_trains_on_pairs(tokenizer):
     loss = model.loss(batch)
     loss.backward()
     assert np.isfinite(float(loss.detach())) and model.head.linear.weight.grad is not None
+
+
+class Uninformed:
+    """A scorer that knows nothing: constant scores (every candidate ties) or random ones."""
+
+    def __init__(self, constant):
+        self.constant = constant
+        self.rng = torch.Generator().manual_seed(0)
+
+    def predict(self, batch):
+        if self.constant:
+            return torch.zeros(len(batch), 2)
+        return torch.randn(len(batch), 2, generator=self.rng)
+
+
+@pytest.mark.parametrize("constant", [True, False], ids=["ties", "random"])
+def test_an_uninformed_scorer_scores_near_chance_on_the_sample(constant, tokenizer):
+    # chance is 1 / 11 on test lines of 11 candidates: no position or tie-break gives the gold away
+    from streams.fewrel import fewrel_stream, hashed_bag_of_words
+
+    streams = [fewrel_stream(embed=hashed_bag_of_words, seed=seed) for seed in range(8)]
+    test = [ex for stream in streams for task in stream for ex in task.test]  # shuffles differ
+    assert all(len(ex.candidates) == 11 for ex in test) and len(test) >= 900
+    kind = build_task("relation", tokenizer, streams[0].label_names, TaskSettings(max_length=16))
+    accuracy = evaluate_metrics(Uninformed(constant), test, kind, progress=False)["accuracy"]
+    sd = 100 * np.sqrt((1 / 11) * (10 / 11) / len(test))
+    assert abs(accuracy - 100 / 11) < 3 * sd

@@ -1,0 +1,239 @@
+"""MAML-ER (Holla et al., 2020): MAML over the whole network with sparse experience replay.
+
+The ablation of OML-ER in which nothing is held fixed in the inner loop. Episodes and replay are
+OML-ER's (see `lifelong.episodes`): m = 5 support batches of b = 16 and a query, the next stream
+batch or, every R_F episodes, a replay batch of ⌊r·R_I⌋ memory examples (R_I = 9,600, r = 0.01).
+Inner loop: one functional SGD step (lr α) on *all* trainable weights, encoder and head, per
+support batch; the module's own weights are never modified. Outer loop: Adam on all weights with
+the query loss's gradient at the adapted weights: first-order by default (FOMAML, as the
+reference code, MetaLifelongLanguage ``models/cls_maml.py``, which runs `higher` with
+``track_higher_grads=False``), or second-order (back through the inner steps) with
+``first_order=False``. Every stream example is written to memory after its episode
+(p_write = 1); the reference does not clip gradients, so neither do we by default.
+
+Meta-test, as ``cls_maml.py``'s ``evaluate()``: once per test set, the whole network takes one
+SGD step (lr α) on each of m memory batches of b examples drawn uniformly *with* replacement
+(``ReplayMemory.read_batch``), and the whole test set is predicted with those weights. It works on
+a functional copy of the weights with its own generator, so evaluating changes neither the
+trained model nor its optimiser, and nothing that training later depends on.
+
+An incomplete episode stays buffered across evaluations and task boundaries (the stream has no
+task identifiers); it is not trained on when evaluation starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import ClassVar, Literal
+
+import numpy as np
+import torch
+from torch.func import functional_call
+
+from lifelong.adaptation import Params, local_adapt
+from lifelong.encoders.base import attention_implementation
+from lifelong.episodes import Episode, EpisodeBuffer
+from lifelong.model import Batch
+from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
+from lifelong.replay import (
+    ClipOptions,
+    ReplayLossOptions,
+    ReplayOptions,
+    SparseReplay,
+    WriteOptions,
+)
+from lifelong.state import Components, Counters, delegated
+from lifelong.strategy import StrategyContext
+from lifelong.training import Trainer, evaluating
+
+
+@option_group
+class MAMLEROptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOptions):
+    """MAML-ER's options, defaulting to the reference's text-classification setting.
+
+    Sources (Nithin-Holla/MetaLifelongLanguage): the command-line defaults of
+    ``train_text_cls.py`` (flags named in the comments) and ``models/cls_maml.py``.
+    """
+
+    replay_every: PositiveInt = 9_600  # R_I: stream examples per replay (--replay_every 9600)
+    # r = 0.01 (--replay_rate 0.01) and p_write = 1 (--write_prob 1.0) are the groups' defaults
+    max_grad_norm: NonNegativeFloat = 0.0  # outer-update clip; 0 = none (cls_maml.py never clips)
+    support_batches: PositiveInt = 5  # m: support mini-batches per episode (--updates 5)
+    inner_lr: PositiveFloat = 1e-3  # α: inner-loop and meta-test SGD step (--inner_lr 0.001)
+    first_order: bool = True  # FOMAML (cls_maml.py: track_higher_grads=False); False = 2nd order
+    meta_test: bool = True  # adapt the whole network on m memory batches once per test set
+    outer_lr: NonNegativeFloat = 0.0  # β of the outer Adam (--meta_lr 3e-5); 0 = the run's lr
+    replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_maml.py sums query grads
+    dropout: bool = False  # cls_maml.py never calls .train(): BERT meta-trains without dropout
+
+
+class MAMLER:
+    """MAML episodes over the whole network, with sparse replay queries.
+
+    Args:
+        context: Model, task kind, learning rate (β of the outer Adam) and batch size (b).
+        options: m, α, R_I, r, p_write, first/second order and the meta-test switch.
+
+    """
+
+    name: ClassVar[str] = "maml-er"
+    description: ClassVar[str] = "MAML + experience replay: episodes, inner SGD on the whole net"
+    Options = MAMLEROptions
+
+    def __init__(self, context: StrategyContext, options: MAMLEROptions | None = None) -> None:
+        self.options = options = options or self.Options()
+        self.model = context.model
+        self.batch_size = context.batch_size
+        self.replay = SparseReplay(context, options, options.write_prob)
+        # cls_maml.py: AdamW with weight decay 0, i.e. Adam
+        outer = torch.optim.Adam(self.weights().values(), lr=options.outer_lr or context.lr)
+        self.trainer = Trainer(self.model, context.lr, options.max_grad_norm, optimizer=outer)
+        self.buffer = EpisodeBuffer(
+            options.support_batches,
+            self.replay.schedule.episodes_between_replays(
+                context.batch_size, options.support_batches
+            ),
+        )
+        self.counts = Counters(meta_tests=0)
+        self.rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches only
+        self.parts = Components(
+            trainer=self.trainer,
+            replay=self.replay,
+            episodes=self.buffer,
+            counts=self.counts,
+            rng=self.rng,
+        )
+
+    # -- the inner loop ---------------------------------------------------------------------------
+    def weights(self) -> Params:
+        """The trainable weights W (encoder and head), live: the ones the outer loop updates."""
+        return {k: p for k, p in self.model.named_parameters() if p.requires_grad}
+
+    def adapt(self, params: Params, batches: Sequence[Batch], *, first_order: bool) -> Params:
+        """One SGD step (lr α) on ``params`` per batch, in order; pure (nothing is modified).
+
+        With ``first_order`` the inner gradients are constants; otherwise the result stays
+        differentiable through them with respect to ``params`` (second-order MAML).
+        """
+        for batch in batches:
+
+            def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
+                logits = functional_call(self.model, q, (batch.input_ids, batch.attention_mask))
+                return self.model.criterion(logits, batch)
+
+            params = local_adapt(
+                loss, params, steps=1, lr=self.options.inner_lr, l2=0.0, first_order=first_order
+            )
+        return params
+
+    def inner_loop(self, support: Sequence[Batch]) -> Params:
+        """W' after one SGD step per support batch on every trainable weight.
+
+        First-order: computed from detached weights (no graph to W is needed, since
+        d W' / d W is taken as the identity). Second-order: differentiable with respect to W.
+        """
+        first = self.options.first_order
+        params = {k: p.detach() if first else p for k, p in self.weights().items()}
+        return self.adapt(params, support, first_order=first)
+
+    # -- the learner's interface ------------------------------------------------------------------
+    def observe(self, batch: Batch) -> dict[str, float]:
+        """Buffer the batch; when it completes an episode, take one meta-update."""
+        episode = self.buffer.add(batch)
+        return self.learn(episode) if episode is not None else {}
+
+    def learn(self, episode: Episode) -> dict[str, float]:
+        """Inner loop on the support set, one outer Adam step on the query loss, then write."""
+        if episode.replay and not len(self.replay.memory):  # nothing stored yet to replay:
+            episode = Episode(episode.support[:-1], episode.support[-1])  # last batch = query
+        scale = 1.0
+        if episode.replay:  # ⌊r·R_I⌋ memory examples, in chunks of replay_chunk examples
+            slots = self.replay.sample()
+            query, scale = self.replay.replay_batches(slots), self.replay.loss_scale(len(slots))
+        else:
+            query = [episode.query]
+        self.model.train(self.options.dropout)
+        with self._double_backward():
+            adapted = self.inner_loop(episode.support)
+            loss = self.outer_gradient(adapted, query, scale)
+        self.trainer.apply()
+        for stream_batch in episode.stream_batches:
+            self.replay.write(stream_batch)
+        return {"loss": loss}
+
+    def outer_gradient(self, adapted: Params, query: Sequence[Batch], scale: float = 1.0) -> float:
+        """Put d (scale · L_query(W')) / d W into the weights' ``.grad``; return the query loss.
+
+        The query's chunks are weighted by their share of the loss's units, so the gradient is
+        that of one batch holding them all (times ``scale``: a replay query's mini-batches). The
+        gradient at W' is computed on detached copies, one chunk's graph at a time, then carried
+        to W: as is (first order) or back through the inner steps as one vector–Jacobian
+        product (second order).
+        """
+        self.trainer.optimizer.zero_grad(set_to_none=True)
+        at = {k: v.detach().requires_grad_() for k, v in adapted.items()}
+        sizes = [self.model.loss_units(chunk) for chunk in query]
+        total, loss_sum = sum(sizes), 0.0
+        for chunk, size in zip(query, sizes):
+            logits = functional_call(self.model, at, (chunk.input_ids, chunk.attention_mask))
+            loss = self.model.criterion(logits, chunk) * (size / total)
+            (loss * scale).backward()
+            loss_sum += float(loss.detach())
+        grads = {k: v.grad for k, v in at.items() if v.grad is not None}
+        if self.options.first_order:  # FOMAML: the gradient at W' is W's
+            weights = self.weights()
+            for k, g in grads.items():
+                weights[k].grad = g
+        elif grads:
+            torch.autograd.backward([adapted[k] for k in grads], [grads[k] for k in grads])
+        return loss_sum
+
+    def _double_backward(self) -> contextlib.AbstractContextManager[None]:
+        # Second order differentiates the encoder's backward pass, and the CPU SDPA kernel has
+        # no double backward: use the eager attention kernel then, and only then.
+        if self.options.first_order:
+            return contextlib.nullcontext()
+        return attention_implementation(self.model.encoder, "eager")
+
+    def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor]:
+        """Meta-test once for the whole test set, then predict every batch with those weights."""
+        with evaluating(self.model):
+            params = {k: v.detach() for k, v in self.weights().items()}
+            if self.options.meta_test and len(self.replay.memory):
+                params = self.meta_test(params)
+            with torch.no_grad():
+                return [
+                    functional_call(self.model, params, (b.input_ids, b.attention_mask))
+                    for b in batches
+                ]
+
+    def meta_test(self, params: Params) -> Params:
+        """The weights after one SGD step on each of m memory batches of b examples.
+
+        As ``cls_maml.py``'s ``evaluate()``: every example is drawn uniformly with replacement
+        (``ReplayMemory.read_batch``), with this strategy's own generator, so evaluation leaves
+        training's randomness (memory sampling, dropout) alone.
+        """
+        m, b = self.options.support_batches, self.batch_size
+        slots = self.rng.integers(0, len(self.replay.memory), size=(m, b))  # (m, b)
+        memory_batches = [self.replay.writer.batch(row) for row in slots]
+        self.counts.meta_tests += 1
+        adapted = self.adapt(params, memory_batches, first_order=True)
+        return {k: v.detach() for k, v in adapted.items()}
+
+    def predict(self, batch: Batch) -> torch.Tensor:
+        """Row scores for one batch (a test set of one batch)."""
+        return self.predict_set([batch])[0]
+
+    def report(self) -> dict[str, float]:
+        """Episodes, replay episodes, meta-tests, examples in memory and write rate."""
+        return {
+            **self.replay.writer.report(),
+            "episodes": self.buffer.episodes,
+            "replay_episodes": self.replay.schedule.replays,
+            "meta_tests": self.counts.meta_tests,
+        }
+
+    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
+    load_state_dict = delegated("load_state_dict")
