@@ -128,16 +128,25 @@ def summed_gradient(
 
 
 def frozen_prefix(
-    model: Classifier, ids: torch.Tensor, mask: torch.Tensor, stage: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Carry inputs through the frozen stages below ``stage`` (no gradient).
+    model: Classifier,
+    stage: int,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    token_type_ids: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, ...]:
+    """Carry a batch's inputs (`Batch.inputs`) through the frozen stages below ``stage``.
 
-    Returns the representation at ``stage`` and its mask, ready for
-    ``model(x, mask, start=stage)``. At the head stage only the [CLS] position is kept when
+    Computed without gradient. Returns the model's inputs at ``stage``, ready for
+    ``model(*inputs, start=stage)``: the representation and its mask, plus the token types at
+    stage 0 (the token ids, which the embeddings have yet to read them with); past stage 0 the
+    representation already holds them. At the head stage only the [CLS] position is kept when
     the head reads nothing else (a classification head; a span head reads every token).
     """
+    if stage == 0:
+        return (ids, mask) if token_type_ids is None else (ids, mask, token_type_ids)
+    types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
     with torch.no_grad():
-        x = model.encoder.run_stages(ids, mask, 0, stage, packed=True)
+        x = model.encoder.run_stages(ids, mask, 0, stage, packed=True, **types)  # (n, t, d)
     if stage == model.encoder.num_layers + 1 and not getattr(model.head, "reads_tokens", False):
         return x[:, :1], mask[:, :1]
     return x, mask
@@ -255,10 +264,15 @@ def _compact_vocabulary(
 
 @dataclass
 class _Stored:
-    """One memory example at the adaptation stage: its rows (unpadded) and their labels."""
+    """One memory example at the adaptation stage: its rows (unpadded) and their labels.
+
+    ``types`` are the rows' token-type ids at stage 0, where the rows are still token ids
+    (later stages hold them already); ``None`` when the rows have none.
+    """
 
     rows: list[torch.Tensor]
     labels: torch.Tensor
+    types: list[torch.Tensor] | None = None
 
 
 class LocalAdapter:
@@ -307,7 +321,7 @@ class LocalAdapter:
         with evaluating(self.model):  # no dropout: adaptation and prediction are deterministic
             if len(self.writer.memory) == 0 or self.options.steps == 0:
                 with torch.no_grad():
-                    return self.model(batch.input_ids, batch.attention_mask)
+                    return self.model(*batch.inputs())
             slots = self.neighbours(batch)
             path = self.fast_logits if self.options.adapt_path == "fast" else self.reference_logits
             out = path(batch, slots)
@@ -326,13 +340,13 @@ class LocalAdapter:
             neighbours = self.writer.batch(slots[i])
 
             def loss(p: Params, nb: Batch = neighbours) -> torch.Tensor:
-                logits = functional_call(self.model, p, (nb.input_ids, nb.attention_mask))
+                logits = functional_call(self.model, p, nb.inputs())
                 return self.model.criterion(logits, nb)
 
             adapted = local_adapt(loss, self.scope.params(self.model), **self._adapt_kwargs())
             test = batch.select(batch.example_rows(i))  # its rows, trimmed to their length
             with torch.no_grad():
-                logits = functional_call(self.model, adapted, (test.input_ids, test.attention_mask))
+                logits = functional_call(self.model, adapted, test.inputs())
             if logits.dim() == 3:  # token scores: pad back to the batch's t
                 pad = batch.input_ids.shape[1] - logits.shape[1]
                 logits = nn.functional.pad(logits, (0, 0, 0, pad), value=PADDING_SCORE)
@@ -344,7 +358,7 @@ class LocalAdapter:
         """Adapt many test examples, reusing cached prefixes (``vmap`` over one-row examples)."""
         stage = self.scope.stage
         with torch.no_grad():
-            tx, tmask = self._prefix(batch.input_ids, batch.attention_mask)  # (n, t, ...)
+            tests = self._prefix(batch)  # (n, t, ...), (n, t)[, (n, t) token types at stage 0]
         self._fill_cache(slots)
         chunk = self.options.fast_chunk or (64 if self.scope.name == "head" else 1)
         if batch.groups is not None:  # several rows per example: shapes differ, no vmap
@@ -355,45 +369,47 @@ class LocalAdapter:
         adapt_kwargs = self._adapt_kwargs()
         model = self.model
 
-        def one(p: Params, nb: Batch, tx: torch.Tensor, tmask: torch.Tensor) -> torch.Tensor:
+        def one(p: Params, nb: Batch, test: tuple[torch.Tensor, ...]) -> torch.Tensor:
             def loss(q: Params) -> torch.Tensor:
-                logits = functional_call(model, q, (nb.input_ids, nb.attention_mask), stage_kwargs)
+                logits = functional_call(model, q, nb.inputs(), stage_kwargs)
                 return model.criterion(logits, nb)
 
             adapted = local_adapt(loss, p, **adapt_kwargs)
-            return functional_call(model, adapted, (tx, tmask), stage_kwargs)
+            return functional_call(model, adapted, test, stage_kwargs)
 
         if chunk == 1:
             out = []
             for i in range(batch.num_examples):
                 rows = torch.as_tensor(batch.example_rows(i))
                 nb = self._neighbour_batch(slots[i])
-                p, x = params, tx[rows]
+                test, p = [t[rows] for t in tests], params  # its rows' inputs at the stage
                 if stage == 0:  # adapt only the embedding rows these inputs use
-                    p, (nb.input_ids, x) = _compact_vocabulary(
-                        params, [nb.input_ids, x], WORD_EMBEDDINGS
+                    p, (nb.input_ids, test[0]) = _compact_vocabulary(
+                        params, [nb.input_ids, test[0]], WORD_EMBEDDINGS
                     )
-                out.append(one(p, nb, x, tmask[rows]))
+                out.append(one(p, nb, tuple(test)))
             return torch.cat(out).detach()
-        nx, nmask, ny = self._stacked_neighbours(slots)  # (n, k, t', ...), (n, k, t'), (n, k)
+        stacked, ny = self._stacked_neighbours(slots)  # (n, k, t', ...), (n, k, t')[...], (n, k)
 
-        def vmapped(p: Params, nx: Any, nmask: Any, ny: Any, tx: Any, tmask: Any) -> torch.Tensor:
-            return one(p, Batch(nx, nmask, ny), tx[None], tmask[None])[0]
+        def vmapped(p: Params, nb: Any, ny: Any, test: Any) -> torch.Tensor:
+            types = nb[2] if len(nb) > 2 else None  # (k, t') at stage 0, when rows have them
+            neighbours = Batch(nb[0], nb[1], ny, token_type_ids=types)
+            return one(p, neighbours, tuple(t[None] for t in test))[0]
 
         out = []
         for s in range(0, len(batch), chunk):
             part = slice(s, s + chunk)
-            ids = [nx[part], tx[part]]
+            nb, test = [t[part] for t in stacked], [t[part] for t in tests]
             p = params
             if stage == 0:
-                p, ids = _compact_vocabulary(params, ids, WORD_EMBEDDINGS)
-            inputs = (ids[0], nmask[part], ny[part], ids[1], tmask[part])
+                p, (nb[0], test[0]) = _compact_vocabulary(params, [nb[0], test[0]], WORD_EMBEDDINGS)
             with attention_implementation(self.model.encoder, "eager"):
-                out.append(vmap(vmapped, in_dims=(None, 0, 0, 0, 0, 0))(p, *inputs))
+                vmapped_one = vmap(vmapped, in_dims=(None, 0, 0, 0))
+                out.append(vmapped_one(p, tuple(nb), ny[part], tuple(test)))
         return torch.cat(out).detach()  # (n, num_labels)
 
-    def _prefix(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return frozen_prefix(self.model, ids, mask, self.scope.stage)
+    def _prefix(self, batch: Batch) -> tuple[torch.Tensor, ...]:
+        return frozen_prefix(self.model, self.scope.stage, *batch.inputs())
 
     def _fill_cache(self, slots: np.ndarray) -> None:
         """Compute the prefix of every retrieved memory example not cached yet, 64 at a time."""
@@ -402,12 +418,14 @@ class LocalAdapter:
             part = missing[s : s + 64]
             nb = self.writer.batch(part)
             with torch.no_grad():
-                x, mask = self._prefix(nb.input_ids, nb.attention_mask)
+                x, mask, *types = self._prefix(nb)  # token types only at stage 0
             lengths = mask.sum(dim=1).tolist()
             for g, slot in enumerate(part.tolist()):
                 rows = nb.example_rows(g).tolist()
                 self._cache[slot] = _Stored(
-                    [x[r, : lengths[r]].clone() for r in rows], nb.labels[rows].clone()
+                    [x[r, : lengths[r]].clone() for r in rows],
+                    nb.labels[rows].clone(),
+                    [types[0][r, : lengths[r]].clone() for r in rows] if types else None,
                 )
 
     def _neighbour_batch(self, slots: np.ndarray) -> Batch:
@@ -418,20 +436,31 @@ class LocalAdapter:
         groups = torch.cat(
             [torch.full((len(item.rows),), g, dtype=torch.long) for g, item in enumerate(stored)]
         )
-        return Batch(x, mask, torch.cat([item.labels for item in stored]), groups)
+        types = [t for item in stored for t in item.types or ()]  # stage 0 only
+        labels = torch.cat([item.labels for item in stored])
+        return Batch(
+            x, mask, labels, groups, token_type_ids=_pad_cached(types)[0] if types else None
+        )
 
     def _stacked_neighbours(
         self, slots: np.ndarray
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One-row memory examples stacked per test example: (n, k, t', ...), (n, k, t')."""
-        rows = [self._cache[int(s)].rows[0] for s in slots.reshape(-1)]
-        labels = torch.stack([self._cache[int(s)].labels[0] for s in slots.reshape(-1)])
-        x, mask = _pad_cached(rows)
-        return (
-            x.view(*slots.shape, *x.shape[1:]),
-            mask.view(*slots.shape, x.shape[1]),
-            labels.view(*slots.shape, *labels.shape[1:]),
-        )
+    ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+        """One-row memory examples stacked per test example.
+
+        Returns:
+            Their model inputs at the adaptation stage, (n, k, t', ...) and the mask (n, k, t')
+            (and their token types (n, k, t') at stage 0 when the rows have them), and their
+            labels (n, k, ...).
+
+        """
+        stored = [self._cache[int(s)] for s in slots.reshape(-1)]
+        labels = torch.stack([item.labels[0] for item in stored])
+        x, mask = _pad_cached([item.rows[0] for item in stored])
+        inputs = [x.view(*slots.shape, *x.shape[1:]), mask.view(*slots.shape, x.shape[1])]
+        types = [item.types[0] for item in stored if item.types]  # stage 0 only
+        if types:
+            inputs.append(_pad_cached(types)[0].view(*slots.shape, x.shape[1]))  # (n, k, t')
+        return tuple(inputs), labels.view(*slots.shape, *labels.shape[1:])
 
 
 def _pad_cached(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

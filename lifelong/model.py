@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lifelong.encoders.base import Encoder
+from lifelong.encoders.base import Encoder, reads_token_types
 from lifelong.memory.records import ExampleRecords
 
 
@@ -36,6 +36,10 @@ class Batch:
             per example), when the batch was made by a task kind.
         offsets: QA: the character span (start, end) in its context of every token, (n, t, 2),
             (-1, -1) off the context; used to decode answers.
+        token_type_ids: BERT's segment ids, (n, t): 0 for ``[CLS] first [SEP]``, 1 for ``second
+            [SEP]``, 0 on padding (Devlin et al., 2019, §3; the tokenizer's
+            ``token_type_ids``); ``None`` when the rows are single segments or the task kind
+            leaves them out (the encoder then reads segment 0 everywhere).
 
     """
 
@@ -45,6 +49,7 @@ class Batch:
     groups: torch.Tensor | None = None
     examples: ExampleRecords | None = None
     offsets: torch.Tensor | None = None
+    token_type_ids: torch.Tensor | None = None
 
     def __len__(self) -> int:
         """The number of rows (see `num_examples` for examples)."""
@@ -69,6 +74,16 @@ class Batch:
         """The example of each row, shape (n,) (``arange(n)`` when rows are examples)."""
         return self.groups if self.groups is not None else torch.arange(len(self))
 
+    def inputs(self) -> tuple[torch.Tensor, ...]:
+        """The model's positional inputs: ``(input_ids, attention_mask[, token_type_ids])``.
+
+        Call the model as ``model(*batch.inputs())`` so the token types reach the encoder
+        whenever the rows have them.
+        """
+        if self.token_type_ids is None:
+            return self.input_ids, self.attention_mask
+        return self.input_ids, self.attention_mask, self.token_type_ids
+
     def to(self, device: torch.device | str) -> Batch:
         """Move every tensor to ``device``."""
 
@@ -82,10 +97,11 @@ class Batch:
             labels=self.labels.to(device),
             groups=move(self.groups),
             offsets=move(self.offsets),
+            token_type_ids=move(self.token_type_ids),
         )
 
     def select(self, indices: Sequence[int] | np.ndarray, *, trim: bool = True) -> Batch:
-        """The rows ``indices`` (groups kept, records dropped).
+        """The rows ``indices`` (groups and token types kept, records dropped).
 
         With ``trim`` they are cut to their longest row; without, they keep the batch's width
         (to line up with token vectors already computed on the whole batch).
@@ -100,6 +116,9 @@ class Batch:
             self.labels[idx],
             None if self.groups is None else self.groups[idx],
             offsets=None if self.offsets is None else self.offsets[idx, :width],
+            token_type_ids=(
+                None if self.token_type_ids is None else self.token_type_ids[idx, :width]
+            ),
         )
 
     def example_rows(self, example: int) -> np.ndarray:
@@ -179,10 +198,20 @@ class Classifier(nn.Module):
         head: Maps the encoder output to logits.
         task: Supplies the training loss (a task kind; default: mean cross-entropy over rows).
 
+    Raises:
+        ValueError: The task kind's rows carry token-type ids (its ``token_types``) and the
+            encoder has no segment embeddings to read them (`reads_token_types`).
+
     """
 
     def __init__(self, encoder: Encoder, head: nn.Module, *, task: Loss | None = None) -> None:
         super().__init__()
+        if getattr(task, "token_types", False) and not reads_token_types(encoder):
+            raise ValueError(
+                f"the {getattr(task, 'name', type(task).__name__)} task kind gives its rows "
+                f"token-type ids, but the encoder {_encoder_name(encoder)} has no segment "
+                "embeddings to read them; build the kind with TaskSettings(token_types=False)"
+            )
         self.encoder = encoder
         self.head = head
         self.task: Loss = task if task is not None else RowLoss()
@@ -191,24 +220,41 @@ class Classifier(nn.Module):
         self,
         x: torch.Tensor,
         attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
         *,
         start: int | None = None,
         packed: bool = False,
     ) -> torch.Tensor:
         """Return logits: (n, num_labels) from a label head, (n, t, 2) from a span head.
 
+        Call it as ``model(*batch.inputs())`` (`Batch.inputs`).
+
         Args:
             x: Token ids (n, t); or, with ``start``, the representation at that stage of the
                 encoder (see `HFEncoder.run_stages`).
             attention_mask: 1 for tokens, 0 for padding, shape (n, t).
+            token_type_ids: Segment ids (n, t) for encoders that read them (BERT's SQuAD
+                inputs); passed on only when given. With ``start`` past stage 0 the
+                representation already holds them and they are not read.
             start: ``None`` for the plain forward pass from token ids.
             packed: With ``start``, run the encoder layers on the real tokens only (same
                 result, less compute on padded batches; see `HFEncoder.run_stages`).
 
+        Raises:
+            ValueError: Token types for an encoder without segment embeddings.
+
         """
+        types: dict[str, torch.Tensor] = {}
+        if token_type_ids is not None:
+            if not reads_token_types(self.encoder):
+                raise ValueError(
+                    f"token_type_ids given, but the encoder {_encoder_name(self.encoder)} "
+                    "has no segment embeddings to read them"
+                )
+            types = {"token_type_ids": token_type_ids}
         if start is None:
-            return self.head(self.encoder(x, attention_mask))
-        return self.head(self.encoder.resume(x, attention_mask, start, packed=packed))
+            return self.head(self.encoder(x, attention_mask, **types))
+        return self.head(self.encoder.resume(x, attention_mask, start, packed=packed, **types))
 
     def criterion(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The task's training loss of ``logits`` computed on ``batch``'s rows."""
@@ -216,8 +262,12 @@ class Classifier(nn.Module):
 
     def loss(self, batch: Batch) -> torch.Tensor:
         """The task's training loss on the batch."""
-        return self.criterion(self(batch.input_ids, batch.attention_mask), batch)
+        return self.criterion(self(*batch.inputs()), batch)
 
     def loss_units(self, batch: Batch) -> int:
         """How many terms the loss averages over on ``batch`` (rows or examples)."""
         return self.task.loss_units(batch)
+
+
+def _encoder_name(encoder: nn.Module) -> str:
+    return repr(getattr(encoder, "name", "") or type(encoder).__name__)

@@ -145,7 +145,7 @@ def evaluating(*modules: nn.Module) -> Iterator[None]:
 def predict_scores(model: Classifier, batch: Batch) -> torch.Tensor:
     """Row scores (logits) under the model in evaluation mode."""
     with evaluating(model):
-        return model(batch.input_ids, batch.attention_mask)
+        return model(*batch.inputs())
 
 
 def seed_everything(seed: int) -> None:

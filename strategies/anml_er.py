@@ -47,11 +47,17 @@ class Neuromodulator(nn.Module):
         d = encoder.hidden_size
         self.gate = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, d), nn.Sigmoid())
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The gate (b, d) in [0, 1]; no gradient reaches the frozen encoder."""
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """The gate (b, d) in [0, 1]; no gradient reaches the frozen encoder.
+
+        Args:
+            *inputs: A batch's model inputs (`Batch.inputs`): token ids and attention mask
+                (b, t), and token-type ids (b, t) when the rows have them.
+
+        """
         self.encoder.eval()  # frozen: no dropout either
         with torch.no_grad():
-            context = self.encoder(input_ids, attention_mask).pooled  # (b, d)
+            context = self.encoder(*inputs).pooled  # (b, d)
         return self.gate(context)
 
 
@@ -69,14 +75,20 @@ class GatedClassifier(nn.Module):
         self.classifier = classifier
         self.neuromodulator = neuromodulator
 
-    def features(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> EncoderOutput:
-        """The gated encoder output the head reads: every vector ⊙ the gate (b, d)."""
-        encoded = self.classifier.encoder(input_ids, attention_mask)  # hidden (b, t, d)
-        return encoded.scaled(self.neuromodulator(input_ids, attention_mask))
+    def features(self, *inputs: torch.Tensor) -> EncoderOutput:
+        """The gated encoder output the head reads: every vector ⊙ the gate (b, d).
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Row scores (n, num_labels), or (n, t, 2) with a span head."""
-        return self.classifier.head(self.features(input_ids, attention_mask))
+        Args:
+            *inputs: Token ids and attention mask (b, t), and token-type ids (b, t) when the
+                rows have them (`Batch.inputs`); both networks read the same inputs.
+
+        """
+        encoded = self.classifier.encoder(*inputs)  # hidden (b, t, d)
+        return encoded.scaled(self.neuromodulator(*inputs))
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        """Row scores (n, num_labels), or (n, t, 2) with a span head: ``net(*batch.inputs())``."""
+        return self.classifier.head(self.features(*inputs))
 
 
 @option_group
@@ -111,7 +123,7 @@ class ANMLER(OMLER):
         for batch in support:
 
             def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
-                logits = functional_call(self.net, q, (batch.input_ids, batch.attention_mask))
+                logits = functional_call(self.net, q, batch.inputs())
                 return self.model.criterion(logits, batch)
 
             params = local_adapt(

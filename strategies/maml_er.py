@@ -119,7 +119,7 @@ class MAMLER:
         for batch in batches:
 
             def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
-                logits = functional_call(self.model, q, (batch.input_ids, batch.attention_mask))
+                logits = functional_call(self.model, q, batch.inputs())
                 return self.model.criterion(logits, batch)
 
             params = local_adapt(
@@ -176,7 +176,7 @@ class MAMLER:
         sizes = [self.model.loss_units(chunk) for chunk in query]
         total, loss_sum = sum(sizes), 0.0
         for chunk, size in zip(query, sizes):
-            logits = functional_call(self.model, at, (chunk.input_ids, chunk.attention_mask))
+            logits = functional_call(self.model, at, chunk.inputs())
             loss = self.model.criterion(logits, chunk) * (size / total)
             (loss * scale).backward()
             loss_sum += float(loss.detach())
@@ -203,10 +203,7 @@ class MAMLER:
             if self.options.meta_test and len(self.replay.memory):
                 params = self.meta_test(params)
             with torch.no_grad():
-                return [
-                    functional_call(self.model, params, (b.input_ids, b.attention_mask))
-                    for b in batches
-                ]
+                return [functional_call(self.model, params, b.inputs()) for b in batches]
 
     def meta_test(self, params: Params) -> Params:
         """The weights after one SGD step on each of m memory batches of b examples.

@@ -200,9 +200,7 @@ class MetaMbPA:
         neighbours = self.writer.batch(slots)
 
         def la_loss(q: Params) -> torch.Tensor:
-            logits = functional_call(
-                self.model, q, (neighbours.input_ids, neighbours.attention_mask)
-            )
+            logits = functional_call(self.model, q, neighbours.inputs())
             return self.model.criterion(logits, neighbours)
 
         params = {
@@ -214,7 +212,7 @@ class MetaMbPA:
         adapted = local_adapt(
             la_loss, params, steps=1, lr=alpha, l2=0.0, first_order=self.options.first_order
         )
-        logits = functional_call(self.model, adapted, (example.input_ids, example.attention_mask))
+        logits = functional_call(self.model, adapted, example.inputs())
         return self.model.criterion(logits, example)
 
     def head_meta_loss(self, batch: Batch, neighbours: list[np.ndarray]) -> torch.Tensor:
@@ -230,8 +228,8 @@ class MetaMbPA:
             return self.model.loss(batch)
         stored = self.writer.batch(distinct)
         position = {int(s): i for i, s in enumerate(distinct)}
-        features = self.model.encoder(stored.input_ids, stored.attention_mask)  # their rows
-        inputs = self.model.encoder(batch.input_ids, batch.attention_mask)  # the batch's rows
+        features = self.model.encoder(*stored.inputs())  # their rows
+        inputs = self.model.encoder(*batch.inputs())  # the batch's rows
         head, criterion = self.model.head, self.model.criterion
         params = dict(head.named_parameters())
         alpha = self.options.meta_lr or self.current_lr()
@@ -302,11 +300,9 @@ class MetaMbPA:
             out = []
             with torch.no_grad():
                 for batch in batches:
-                    x, mask = frozen_prefix(
-                        self.model, batch.input_ids, batch.attention_mask, stage
-                    )
+                    staged = frozen_prefix(self.model, stage, *batch.inputs())
                     logits = functional_call(
-                        self.model, params, (x, mask), {"start": stage, "packed": True}
+                        self.model, params, staged, {"start": stage, "packed": True}
                     )
                     out.append(logits)
             return out
@@ -342,11 +338,12 @@ class MetaMbPA:
         losses, chunk_weights = [], []
         for s in range(0, len(slots), chunk):
             part = self.writer.batch(slots[s : s + chunk])
-            x, mask = frozen_prefix(self.model, part.input_ids, part.attention_mask, stage)
+            staged = frozen_prefix(self.model, stage, *part.inputs())  # inputs at the stage
             w = torch.as_tensor(weights[s : s + chunk], dtype=torch.float32)
 
-            def loss(q: Params, x=x, mask=mask, part=part, w=w) -> torch.Tensor:
-                logits = functional_call(self.model, q, (x, mask), {"start": stage, "packed": True})
+            def loss(q: Params, staged=staged, part=part, w=w) -> torch.Tensor:
+                kwargs = {"start": stage, "packed": True}
+                logits = functional_call(self.model, q, staged, kwargs)
                 return (self.task.example_losses(logits, part) * w).sum()
 
             losses.append(loss)

@@ -117,7 +117,7 @@ class OMLER:
     def features(self, batch: Batch) -> EncoderOutput:
         """What the head reads (the encoder's output), without gradient."""
         with torch.no_grad():
-            return self.model.encoder(batch.input_ids, batch.attention_mask).detach()
+            return self.model.encoder(*batch.inputs()).detach()
 
     def inner_loop(self, support: Sequence[Batch]) -> Params:
         """Head weights after one SGD step per support batch (encoder fixed), named in `net`."""
@@ -129,7 +129,7 @@ class OMLER:
 
     def logits(self, params: Params, batch: Batch) -> torch.Tensor:
         """Row scores of `net` with ``params`` swapped in."""
-        return functional_call(self.net, params, (batch.input_ids, batch.attention_mask))
+        return functional_call(self.net, params, batch.inputs())
 
     # -- the learner's interface ---------------------------------------------------------------
     def observe(self, batch: Batch) -> dict[str, float]:

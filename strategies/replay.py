@@ -78,11 +78,16 @@ class Replay:
         self.parts = Components(trainer=self.trainer, replay=self.replay)
 
     def observe(self, batch: Batch) -> dict[str, float]:
-        """Update on the batch, write it to memory, then replay if R_I examples have passed."""
+        """Update on the batch, replay if R_I examples have passed, then write the batch.
+
+        The batch is written after the replay, as ``cls_replay.py`` does, so a replay never
+        draws the examples just trained on; a replay due while memory is still empty is skipped.
+        """
         stats = {"loss": self.trainer.step(batch)}
-        self.replay.write(batch)
         for _ in range(self.replay.due(batch)):  # one update on floor(r * R_I) memories
-            stats["replay_loss"] = self.replay.update(self.trainer)
+            if len(self.replay.memory):
+                stats["replay_loss"] = self.replay.update(self.trainer)
+        self.replay.write(batch)
         return stats
 
     def predict(self, batch: Batch) -> torch.Tensor:

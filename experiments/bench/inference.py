@@ -87,9 +87,7 @@ def main() -> None:
     rows["Meta-MbPA coarse"] = timed(lambda b: meta.predict_set([b])[0].argmax(-1), batch)
     rows["OML-ER meta-test"] = timed(lambda b: oml.predict_set([b])[0].argmax(-1), batch)
     with torch.no_grad():
-        rows["no adaptation"] = timed(
-            lambda b: model.eval()(b.input_ids, b.attention_mask).argmax(-1), batch
-        )
+        rows["no adaptation"] = timed(lambda b: model.eval()(*b.inputs()).argmax(-1), batch)
 
     n = len(batch)
     print(

@@ -128,7 +128,7 @@ def main() -> None:
         list(size.values()),
     )
     with torch.no_grad():
-        plain = model.eval()(batch.input_ids, batch.attention_mask).argmax(-1) == batch.labels
+        plain = model.eval()(*batch.inputs()).argmax(-1) == batch.labels
     rows = [("no adaptation", None, float(plain.float().mean()) * 100)]
 
     runs = [("reference", "all")] + [("fast", s) for s in args.scopes.split(",")]

@@ -40,7 +40,11 @@ class EncoderOutput:
 
 @runtime_checkable
 class Encoder(Protocol):
-    """``forward(input_ids, attention_mask, *, memory=None) -> EncoderOutput``."""
+    """``forward(input_ids, attention_mask, *, memory=None) -> EncoderOutput``.
+
+    An encoder with segment embeddings also takes ``token_type_ids`` (b, t) as a third
+    positional argument and says so with ``reads_token_types = True`` (see `reads_token_types`).
+    """
 
     hidden_size: int
 
@@ -49,6 +53,16 @@ class Encoder(Protocol):
     ) -> EncoderOutput:
         """Encode a batch of token ids of shape (b, t)."""
         ...
+
+
+def reads_token_types(encoder: object) -> bool:
+    """Whether ``encoder`` takes ``token_type_ids``: BERT's segment embeddings.
+
+    Encoders declare it with a ``reads_token_types`` attribute (`HFEncoder`: a BERT-style model
+    with two or more token types); the memory-augmented document encoders declare nothing and
+    read token ids and a mask only.
+    """
+    return bool(getattr(encoder, "reads_token_types", False))
 
 
 @contextmanager

@@ -119,11 +119,34 @@ class HFEncoder(nn.Module):
             return self.model.pooler(hidden)  # tanh(dense(hidden[:, 0]))
         return hidden[:, 0]
 
+    @property
+    def reads_token_types(self) -> bool:
+        """Whether the model has segment embeddings for pairs (BERT, MiniLM: two token types).
+
+        RoBERTa-style models have one token type and DistilBERT none: they read no segment ids.
+        """
+        return getattr(self.model.config, "type_vocab_size", 0) >= 2
+
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        *,
+        memory: Any = None,
     ) -> EncoderOutput:
-        """Encode token ids (b, t); ``pooled`` as ``pooling`` says. Keeps no memory."""
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        """Encode token ids (b, t); ``pooled`` as ``pooling`` says. Keeps no memory.
+
+        Args:
+            input_ids: Token ids (b, t).
+            attention_mask: 1 for tokens, 0 for padding, shape (b, t).
+            token_type_ids: Segment ids (b, t), 0 for ``[CLS] first [SEP]`` and 1 for ``second
+                [SEP]`` as in BERT's SQuAD inputs (Devlin et al., 2019, §4.2); ``None``: all 0.
+            memory: Ignored (the `Encoder` interface's).
+
+        """
+        types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, **types)
         hidden = out.last_hidden_state  # (b, t, d)
         return EncoderOutput(hidden=hidden, pooled=self.pool(hidden), memory=None)
 
@@ -153,6 +176,7 @@ class HFEncoder(nn.Module):
         start: int,
         stop: int,
         *,
+        token_type_ids: torch.Tensor | None = None,
         packed: bool = False,
     ) -> torch.Tensor:
         """Carry ``x`` from stage ``start`` to stage ``stop``.
@@ -162,6 +186,9 @@ class HFEncoder(nn.Module):
             attention_mask: 1 for tokens, 0 for padding, shape (b, t).
             start: The stage ``x`` is at.
             stop: The stage to reach (``start <= stop <= num_layers + 1``).
+            token_type_ids: Segment ids (b, t) (see `forward`), added by the embeddings, so
+                read only when going from stage 0 to stage 1: hidden states after it already
+                hold them.
             packed: Run the layers' dense parts on the real tokens only (see `packed_layer`);
                 the same result, less compute on padded batches. Not under ``vmap`` (the
                 number of real tokens is data-dependent).
@@ -175,7 +202,7 @@ class HFEncoder(nn.Module):
         if not 0 <= start <= stop <= len(layers) + 1:
             raise ValueError(f"stages must satisfy 0 <= {start} <= {stop} <= {len(layers) + 1}")
         if start == 0 and stop > 0:
-            x = self.model.embeddings(input_ids=x)  # (b, t, d)
+            x = self.model.embeddings(input_ids=x, token_type_ids=token_type_ids)  # (b, t, d)
             start = 1
         if start < stop and packed and all(supports_packing(m) for m in layers):
             keep = attention_mask[:, None, None, :].bool()  # (b, 1, 1, t)
@@ -204,10 +231,23 @@ class HFEncoder(nn.Module):
         return (~keep).to(dtype) * torch.finfo(dtype).min
 
     def resume(
-        self, x: torch.Tensor, attention_mask: torch.Tensor, start: int, *, packed: bool = False
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor,
+        start: int,
+        *,
+        token_type_ids: torch.Tensor | None = None,
+        packed: bool = False,
     ) -> EncoderOutput:
         """Finish encoding from stage ``start`` (see `run_stages`)."""
-        hidden = self.run_stages(x, attention_mask, start, self.num_layers + 1, packed=packed)
+        hidden = self.run_stages(
+            x,
+            attention_mask,
+            start,
+            self.num_layers + 1,
+            token_type_ids=token_type_ids,
+            packed=packed,
+        )
         return EncoderOutput(hidden=hidden, pooled=self.pool(hidden), memory=None)
 
 

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from lifelong.encoders.names import EncoderError, check_encoder_name
+from lifelong.encoders.names import (
+    MEMORIA_BERT,
+    MEMORY_FAMILIES,
+    EncoderError,
+    check_encoder_name,
+)
 from lifelong.options import (
     NonNegativeInt,
     OptionsError,
@@ -80,6 +85,10 @@ class RunConfig:
     max_answer_length: PositiveInt = 30  # QA: longest predicted answer, in tokens
     fewrel_tasks: PositiveInt = 10  # FewRel: relation clusters (tasks)
     pair_loss: Literal["binary", "softmax"] = "binary"  # FewRel: per pair (Holla) or softmax
+    # FewRel: BERT segment ids on the (sentence, relation) rows; off as Holla et al. encode the
+    # pairs (models/base_models.py: batch_encode_plus(..., return_token_type_ids=False)). QA
+    # rows always carry them (BERT's SQuAD inputs); classification rows are single segments
+    segment_ids: bool = False
     cluster_order: NonNegativeInt = 0  # FewRel: seed of the cluster order (`--runs N`: 0..N-1)
     glove: str | None = None  # FewRel: GloVe file to embed relation names (default: key encoder)
     output_dir: str = "runs"  # where run directories are created
@@ -97,6 +106,16 @@ class RunConfig:
             check_stream(self.stream, self.order, self.tasks)
         except (UnknownNameError, ValueError) as err:
             raise OptionsError(f"key 'tasks': {err}") from None
+        if self.segment_ids and self.stream != "fewrel":
+            raise OptionsError(
+                f"key 'segment_ids': applies to the fewrel stream only, got stream "
+                f"{self.stream!r} (QA rows always carry segment ids, classification rows none)"
+            )
+        if self.segment_ids and (self.encoder in MEMORY_FAMILIES or self.encoder in MEMORIA_BERT):
+            raise OptionsError(
+                f"key 'segment_ids': encoder {self.encoder!r} has no segment embeddings; "
+                "segment ids need a BERT-style encoder"
+            )
         if self.stream == "qa":
             try:
                 check_windows(self.max_length, self.doc_stride, self.max_query_length)
@@ -107,9 +126,17 @@ class RunConfig:
         """The option values given for ``strategy`` (default: the configured one)."""
         return dict(self.strategy_options.get(strategy or self.strategy, {}))
 
-    def task_settings(self) -> TaskSettings:
-        """How the task kind turns examples into rows (the keys both share)."""
-        return TaskSettings(**_shared(self, TaskSettings))
+    def task_settings(self, *, token_types: bool = True) -> TaskSettings:
+        """How the task kind turns examples into rows (the keys both share).
+
+        Args:
+            token_types: Whether the encoder reads segment ids (`reads_token_types`; known
+                once it is built, not a config key).
+
+        """
+        return TaskSettings(
+            **_shared(self, TaskSettings, exclude=("token_types",)), token_types=token_types
+        )
 
     def stream_spec(self, embed: Embedder | None = None) -> StreamSpec:
         """What the stream is built from (the keys both share), and FewRel's name embedder."""

@@ -104,14 +104,21 @@ def run_encoder(config: RunConfig) -> nn.Module:
 
 
 def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, TaskKind]:
-    """The task kind the stream needs, and encoder + the kind's head trained by its loss."""
+    """The task kind the stream needs, and encoder + the kind's head trained by its loss.
+
+    The kind gives its rows segment ids (QA always, FewRel with ``segment_ids``) only when the
+    encoder has segment embeddings; the memory-augmented encoders have none, and FewRel's
+    ``segment_ids`` is refused for them (`ValueError`).
+    """
     from lifelong.encoders import load_tokenizer, tokenizer_name
+    from lifelong.encoders.base import reads_token_types
     from lifelong.model import Classifier
     from lifelong.tasks import build_task
 
     tokenizer = load_tokenizer(tokenizer_name(config.encoder))
-    task = build_task(stream.kind, tokenizer, stream.label_names, config.task_settings())
     encoder = run_encoder(config)
+    settings = config.task_settings(token_types=reads_token_types(encoder))
+    task = build_task(stream.kind, tokenizer, stream.label_names, settings)
     return Classifier(encoder, task.head(encoder.hidden_size), task=task), task
 
 

@@ -19,7 +19,8 @@ class KeyEncoder:
     The key is the last layer's hidden state at [CLS] (or at ``position``), not the pooler's
     output, as EM-in-LLL's ``memory.py`` reads it (``outputs[0][:, 0, :]``).
 
-    One key per example: the task kind gives one key row per example (`TaskKind.key_rows`).
+    One key per example: the task kind gives one key row per example (`TaskKind.key_rows`), with
+    its token-type ids when the kind's rows have them (QA: the first window's).
 
     MbPA++ keeps the key network fixed so that keys do not drift as the example encoder learns;
     this class copies the encoder it is given at construction and never updates the copy.
@@ -47,9 +48,8 @@ class KeyEncoder:
         """Return keys of shape (b, dim), float32."""
         keys = []
         for start in range(0, len(batch), self.batch_size):
-            ids = batch.input_ids[start : start + self.batch_size]
-            mask = batch.attention_mask[start : start + self.batch_size]
-            encoded = self.encoder(ids, mask)
+            part = slice(start, start + self.batch_size)
+            encoded = self.encoder(*(x[part] for x in batch.inputs()))  # token types too, if any
             vectors = encoded.hidden[:, self.position]  # (b, d)
             keys.append(vectors.float().cpu().numpy())  # (b, d)
         return np.concatenate(keys).astype(np.float32)

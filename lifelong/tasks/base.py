@@ -47,6 +47,7 @@ class TaskKind(Protocol):
     stored_fields: ClassVar[tuple[str, ...]]  # record fields episodic memory keeps
     key_position: int | None  # token of the key network's output that keys memory (None: pooled)
     pad_id: int
+    token_types: bool  # whether `rows` carry token-type (segment) ids
 
     def __call__(self, examples: Sequence[Example]) -> Batch:
         """Rows of ``examples`` (``rows(encode(examples))``): the run's collator."""
@@ -98,6 +99,11 @@ def pad_rows(rows: Sequence[np.ndarray], pad_id: int) -> tuple[torch.Tensor, tor
     return ids, mask
 
 
+def pad_types(types: Sequence[np.ndarray]) -> torch.Tensor:
+    """Right-pad token-type rows into (n, t) with 0, BERT's segment of padding."""
+    return pad_rows(types, 0)[0]
+
+
 def group_mean(values: torch.Tensor, groups: torch.Tensor, n: int) -> torch.Tensor:
     """Mean of ``values`` (rows,) within each of ``n`` groups, shape (n,)."""
     sums = values.new_zeros(n).index_add(0, groups, values)
@@ -128,7 +134,19 @@ class Tokens:
         """``[CLS] ids [SEP]``, ids cut to fit ``max_length``."""
         return np.concatenate([[self.cls], ids[: max(0, max_length - 2)], [self.sep]])
 
-    def pair(self, first: np.ndarray, second: np.ndarray, max_length: int) -> np.ndarray:
-        """``[CLS] first [SEP] second [SEP]``, the first cut to fit (like ``"only_first"``)."""
+    def pair(
+        self, first: np.ndarray, second: np.ndarray, max_length: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``[CLS] first [SEP] second [SEP]``, the first cut to fit (like ``"only_first"``).
+
+        Returns:
+            The row's token ids (t,) and its token types (t,): 0 up to and including the
+            first [SEP], 1 after it, the ``token_type_ids`` a BERT tokenizer gives a pair.
+
+        """
         room = max(0, max_length - 3 - len(second))
-        return np.concatenate([[self.cls], first[:room], [self.sep], second, [self.sep]])
+        first = first[:room]
+        ids = np.concatenate([[self.cls], first, [self.sep], second, [self.sep]])
+        types = np.zeros(len(ids), dtype=np.int64)
+        types[len(first) + 2 :] = 1  # second [SEP]
+        return ids, types

@@ -45,6 +45,7 @@ class Classification:
         self.max_length = settings.max_length
         self.pad_id: int = tokenizer.pad_token_id or 0
         self.key_position: int | None = None  # the pooled [CLS] vector
+        self.token_types = False  # single-segment rows: the encoder reads segment 0 throughout
 
     def __call__(self, examples: Sequence[Example]) -> Batch:
         """Rows of ``examples``."""

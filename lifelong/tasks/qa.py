@@ -17,6 +17,11 @@ The prediction is the best valid span over all windows of a question (start + en
 (the official evaluation script's normalisation, maximum over gold answers). Memory keys are read
 once per question: the key network's vector at the first question token (position 1) of the
 question's first window (MbPA++, §3: "the first token of the question").
+
+Every window carries BERT's segment ids, as its SQuAD inputs do (Devlin et al., 2019, §4.2;
+``run_squad.py`` ``segment_ids``; the tokenizer's ``token_type_ids`` for a question/context pair):
+0 for ``[CLS] question [SEP]``, 1 for ``context [SEP]``, 0 on padding; unless the encoder has no
+segment embeddings (``TaskSettings.token_types`` off), when rows carry none.
 """
 
 from __future__ import annotations
@@ -33,7 +38,14 @@ import torch
 from lifelong.heads import SpanHead
 from lifelong.memory.records import ExampleRecords
 from lifelong.model import PADDING_SCORE, Batch, task_loss
-from lifelong.tasks.base import Settings, TaskSettings, Tokens, group_mean, pad_rows
+from lifelong.tasks.base import (
+    Settings,
+    TaskSettings,
+    Tokens,
+    group_mean,
+    pad_rows,
+    pad_types,
+)
 from lifelong.tasks.settings import check_windows
 
 if TYPE_CHECKING:
@@ -54,8 +66,8 @@ class QA:
     Args:
         tokenizer: A fast, right-padding, BERT-style Hugging Face tokenizer (offsets needed).
         labels: Unused (QA streams have no labels).
-        settings: ``max_length``, ``doc_stride``, ``max_query_length`` and
-            ``max_answer_length`` are read.
+        settings: ``max_length``, ``doc_stride``, ``max_query_length``,
+            ``max_answer_length`` and ``token_types`` are read.
 
     Raises:
         ValueError: The tokenizer is not fast or pads on the left, or a window could not hold
@@ -83,6 +95,7 @@ class QA:
         self.max_query_length = settings.max_query_length
         self.max_answer_length = settings.max_answer_length
         self.key_position: int | None = 1  # the first question token
+        self.token_types = settings.token_types  # segment ids on every window (BERT's SQuAD)
 
     def __call__(self, examples: Sequence[Example]) -> Batch:
         """Windows of ``examples``."""
@@ -128,13 +141,15 @@ class QA:
     def rows(self, records: ExampleRecords) -> Batch:
         """One row per window, labelled (start, end) where it holds the whole answer."""
         with_offsets = "offsets" in records.names
-        rows, labels, groups, offsets = [], [], [], []
+        rows, types, labels, groups, offsets = [], [], [], [], []
         for g in range(len(records)):
             question, context = records["question"][g], records["context"][g]
             s, e = records["answer"][g].tolist()
             head = len(question) + 2  # position of the first context token in a window
             for start, stop in self.windows(len(question), len(context)):
-                rows.append(self.tokens.pair(question, context[start:stop], self.max_length))
+                row, row_types = self.tokens.pair(question, context[start:stop], self.max_length)
+                rows.append(row)
+                types.append(row_types)
                 inside = s >= start and 0 <= e < stop
                 labels.append((s - start + head, e - start + head) if inside else (0, 0))
                 groups.append(g)
@@ -156,16 +171,25 @@ class QA:
             torch.tensor(groups, dtype=torch.long),
             examples=records,
             offsets=token_offsets,
+            token_type_ids=pad_types(types) if self.token_types else None,  # (n, t)
         )
 
     def key_rows(self, records: ExampleRecords) -> Batch:
         """The first window of each question (keyed at its first question token)."""
-        rows = []
+        rows, types = [], []
         for question, context in zip(records["question"], records["context"]):
             start, stop = self.windows(len(question), len(context))[0]
-            rows.append(self.tokens.pair(question, context[start:stop], self.max_length))
+            row, row_types = self.tokens.pair(question, context[start:stop], self.max_length)
+            rows.append(row)
+            types.append(row_types)
         ids, mask = pad_rows(rows, self.pad_id)
-        return Batch(ids, mask, torch.zeros(len(rows), 2, dtype=torch.long), examples=records)
+        return Batch(
+            ids,
+            mask,
+            torch.zeros(len(rows), 2, dtype=torch.long),
+            examples=records,
+            token_type_ids=pad_types(types) if self.token_types else None,  # (n, t)
+        )
 
     # -- model -------------------------------------------------------------------------------
     def head(self, hidden_size: int) -> SpanHead:

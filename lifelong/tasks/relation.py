@@ -9,6 +9,12 @@ margin ``score[1] − score[0]``, and accuracy counts sentences. The loss is Hol
 cross-entropy per pair (``pair_loss="binary"``, mean over rows) or a softmax over each
 sentence's candidates (``"softmax"``, mean over sentences), for stream and memory rows alike.
 
+Holla et al. encode the pairs without segment ids (``models/base_models.py`` ``encode_text``:
+``batch_encode_plus(..., return_token_type_ids=False)``, so every token reads segment 0), and so
+do we by default; with
+``TaskSettings.segment_ids`` a row carries BERT's pair segment ids instead (0 for ``[CLS]
+sentence [SEP]``, 1 for ``relation name [SEP]``, as the tokenizer gives a pair).
+
 Memory keys are read once per sentence: the key network's [CLS] vector of ``[CLS] sentence
 [SEP]``, without any relation name (a choice of ours: Holla et al. retrieve no neighbours, and a
 key should not depend on which candidates an example happens to list).
@@ -25,7 +31,14 @@ import torch
 from lifelong.heads import ClassificationHead
 from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch, task_loss
-from lifelong.tasks.base import Settings, TaskSettings, Tokens, group_mean, pad_rows
+from lifelong.tasks.base import (
+    Settings,
+    TaskSettings,
+    Tokens,
+    group_mean,
+    pad_rows,
+    pad_types,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase as Tokenizer
@@ -39,7 +52,10 @@ class Relation:
     Args:
         tokenizer: A BERT-style Hugging Face tokenizer.
         labels: Name of every relation (index = relation id).
-        settings: ``max_length`` and ``pair_loss`` are read.
+        settings: ``max_length``, ``pair_loss``, ``segment_ids`` and ``token_types`` are read.
+
+    Raises:
+        ValueError: ``segment_ids`` for an encoder that reads no token types.
 
     """
 
@@ -49,6 +65,12 @@ class Relation:
 
     def __init__(self, tokenizer: Tokenizer, labels: Sequence[str] = (), settings: Settings = None):
         settings = settings or TaskSettings()
+        if settings.segment_ids and not settings.token_types:
+            raise ValueError(
+                "segment_ids: the encoder has no segment embeddings (token_types is off); "
+                "relation rows can carry segment ids only for a BERT-style encoder"
+            )
+        self.token_types = settings.segment_ids  # Holla et al.: off
         self.tokenizer = tokenizer
         self.tokens = Tokens(tokenizer)
         self.pad_id = self.tokens.pad
@@ -81,14 +103,16 @@ class Relation:
 
     def rows(self, records: ExampleRecords) -> Batch:
         """One row per (sentence, candidate) pair, labelled 1 for the gold relation."""
-        rows, labels, groups = [], [], []
+        rows, types, labels, groups = [], [], [], []
         for g, (sentence, candidates, gold) in enumerate(
             zip(records["sentence"], records["candidates"], records["label"])
         ):
             for relation in candidates.tolist():
-                rows.append(
-                    self.tokens.pair(sentence, self.relation_tokens[relation], self.max_length)
+                row, row_types = self.tokens.pair(
+                    sentence, self.relation_tokens[relation], self.max_length
                 )
+                rows.append(row)
+                types.append(row_types)
                 labels.append(int(relation == int(gold[0])))
                 groups.append(g)
         ids, mask = pad_rows(rows, self.pad_id)
@@ -98,6 +122,7 @@ class Relation:
             torch.tensor(labels, dtype=torch.long),
             torch.tensor(groups, dtype=torch.long),
             examples=records,
+            token_type_ids=pad_types(types) if self.token_types else None,  # (n, t)
         )
 
     def key_rows(self, records: ExampleRecords) -> Batch:

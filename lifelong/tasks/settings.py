@@ -18,6 +18,15 @@ class TaskSettings:
         pair_loss: Relation extraction: ``"binary"`` cross-entropy per (sentence, candidate)
             row (Holla et al., 2020, ``rel_*.py``) or ``"softmax"`` over each sentence's
             candidates.
+        segment_ids: Relation extraction: give the (sentence, relation) rows BERT's segment
+            ids (0 for ``[CLS] sentence [SEP]``, 1 for ``relation [SEP]``). Off by default, as
+            Holla et al. (2020) encode the pairs (``models/base_models.py`` ``encode_text``:
+            ``batch_encode_plus(..., return_token_type_ids=False)``, used by ``rel_*.py``). QA
+            rows always carry them (BERT's SQuAD inputs); classification rows are single
+            segments and never do.
+        token_types: Whether the encoder reads segment ids at all (`reads_token_types`);
+            ``False`` for encoders without segment embeddings (the memory-augmented ones):
+            then no kind builds them, and ``segment_ids`` is refused.
 
     """
 
@@ -26,6 +35,8 @@ class TaskSettings:
     max_query_length: int = 64
     max_answer_length: int = 30
     pair_loss: Literal["binary", "softmax"] = "binary"
+    segment_ids: bool = False
+    token_types: bool = True
 
 
 def check_windows(

@@ -76,3 +76,38 @@ def test_qa_and_fewrel_configs_carry_their_papers_settings():
     oml = next(p.config for p in points if p.config.strategy == "oml-er")
     assert oml.batch_size == 4 and oml.options_for()["replay_every"] == 1600
     assert points[0].run_dir.name.endswith("_0_s0")
+    # Holla et al.'s FewRel setting: R_I = 1,600 sentences, r = 0.01, b = 4, m = 5, p_write = 1
+    from lifelong import registry
+    from lifelong.options import parse_options
+
+    for point in points:
+        config = point.config
+        assert (config.batch_size, config.max_length, config.lr) == (4, 64, 3e-5)
+        options = parse_options(registry.options_class(config.strategy), config.options_for())
+        if hasattr(options, "replay_every"):
+            assert (options.replay_every, options.replay_ratio) == (1600, 0.01)
+            assert getattr(options, "write_prob", 1.0) == 1.0
+        if hasattr(options, "support_batches"):
+            assert options.support_batches == 5 and options.inner_lr == 1e-3
+        if config.strategy == "agem":
+            assert options.project == "replay_steps"
+        if config.strategy == "mtl":
+            assert options.epochs == 1
+
+
+def test_mbpa_plus_plus_configs_train_baselines_as_em_in_lll_does():
+    from lifelong import registry
+    from lifelong.options import parse_options
+
+    for name in ("text_classification/mbpa_plus_plus.yaml", "qa/mbpa_plus_plus.yaml"):
+        sweep = load_sweep(EXPERIMENTS / name)
+        for point in sweep.points():
+            config = point.config
+            options = parse_options(registry.options_class(config.strategy), config.options_for())
+            assert (config.batch_size, config.lr) == (32, 3e-5)
+            if config.strategy in ("replay", "mbpa++", "mbpa++-rand"):
+                assert (options.replay_every, options.replay_ratio) == (10_000, 0.01)
+                assert options.replay_mode == "mean" and options.max_grad_norm == 1.0
+                assert options.replay_grad_norm in (None, 1.0)
+            if config.strategy == "mbpa++":
+                assert (options.k, options.steps, options.momentum) == (32, 30, 0.9)

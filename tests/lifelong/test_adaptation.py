@@ -139,13 +139,17 @@ def test_empty_memory_predicts_without_adaptation(task):
 
 
 def multi_row_setup(tokenizer, kind_name):
-    """A memory of FewRel sentences or QA questions, and test examples of several rows each."""
+    """A memory of FewRel sentences or QA questions, and test examples of several rows each.
+
+    QA rows carry segment ids, FewRel's only as ``relation+segments``.
+    """
     from lifelong.tasks import TaskSettings, build_task
     from streams import fewrel_stream, hashed_bag_of_words, qa_stream
 
-    if kind_name == "relation":
+    if kind_name.startswith("relation"):
         stream = fewrel_stream(embed=hashed_bag_of_words, n_tasks=2, train_size=6, test_size=2)
-        settings = TaskSettings(max_length=40)
+        settings = TaskSettings(max_length=40, segment_ids=kind_name == "relation+segments")
+        kind_name = "relation"
     else:
         stream = qa_stream(tasks=["squad"], train_size=10, test_size=3)
         settings = TaskSettings(max_length=48, doc_stride=16, max_query_length=16)
@@ -160,10 +164,11 @@ def multi_row_setup(tokenizer, kind_name):
     return model, writer, test
 
 
-@pytest.mark.parametrize("kind_name", ["relation", "qa"])
-@pytest.mark.parametrize("scope", ["all", "head"])
+@pytest.mark.parametrize("kind_name", ["relation", "relation+segments", "qa"])
+@pytest.mark.parametrize("scope", ["all", "top1", "head"])
 def test_fast_path_gives_the_reference_scores_on_multi_row_examples(tokenizer, kind_name, scope):
     model, writer, test = multi_row_setup(tokenizer, kind_name)
+    assert (test.token_type_ids is not None) == (kind_name != "relation")
     options = {"k": 3, "steps": 3, "adapt_lr": 0.05, "adapt_scope": scope}
     reference = LocalAdapter(model, writer, AdaptationOptions(**options, adapt_path="reference"))
     fast = LocalAdapter(model, writer, AdaptationOptions(**options))
@@ -174,6 +179,52 @@ def test_fast_path_gives_the_reference_scores_on_multi_row_examples(tokenizer, k
         ref, got = ref[real], got[real]
     torch.testing.assert_close(got, ref, atol=1e-4, rtol=0)
     assert reference.adapted == fast.adapted == test.num_examples
+
+
+class SegmentedClassification:
+    """The classification kind with made-up segment ids (1 from the third token on).
+
+    Gives one-row examples that carry token types, so the vmapped fast path caches and stacks
+    them (no shipped kind has one-row examples with segment ids).
+    """
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.token_types = True
+
+    def __getattr__(self, name):
+        return getattr(self.kind, name)
+
+    def __call__(self, examples):
+        return self.rows(self.kind.encode(examples))
+
+    def rows(self, records):
+        batch = self.kind.rows(records)
+        batch.token_type_ids = batch.attention_mask * (torch.arange(batch.input_ids.shape[1]) > 1)
+        return batch
+
+    def key_rows(self, records):
+        return self.rows(records)
+
+
+@pytest.mark.parametrize("scope", ["all", "top1"])
+def test_vmapped_fast_path_carries_one_row_examples_token_types(tokenizer, scope):
+    torch.manual_seed(0)
+    kind = SegmentedClassification(classification(tokenizer))
+    model = tiny_classifier(task=kind)
+    writer = EpisodicWriter(StrategyContext(model, kind))
+    stream = toy_stream(n_train=12)
+    for task in stream:
+        writer.write(kind(list(task.train)))
+    test = kind([stream.tasks[0].test[0], stream.tasks[1].test[0], stream.tasks[0].test[3]])
+    options = {"k": 4, "steps": 3, "adapt_lr": 0.05, "adapt_scope": scope}
+    reference = LocalAdapter(model, writer, AdaptationOptions(**options, adapt_path="reference"))
+    vmapped = LocalAdapter(model, writer, AdaptationOptions(**options, fast_chunk=2))
+    expected = reference.logits(test)
+    torch.testing.assert_close(vmapped.logits(test), expected, atol=1e-4, rtol=0)
+    untyped = LocalAdapter(model, writer, AdaptationOptions(**options, adapt_path="reference"))
+    test.token_type_ids = None
+    assert (untyped.logits(test) - expected).abs().max() > 1e-4  # the types made a difference
 
 
 def plain_sgd_before_momentum(loss, params, *, steps, lr, l2):

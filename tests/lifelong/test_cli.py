@@ -251,6 +251,52 @@ def test_fewrel_softmax_pair_loss_from_the_cli(tmp_path, capsys):
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["pair_loss"] == "softmax"
 
 
+def test_fewrel_segment_ids_from_a_config_file(tmp_path, capsys):
+    path = tmp_path / "fewrel.yaml"
+    keys = {"stream": "fewrel", "fewrel_tasks": 3, "train_size": 2, "test_size": 1}
+    path.write_text(yaml.safe_dump({**keys, "segment_ids": True, "max_length": 48}))
+    code = main(
+        ["run", "--config", str(path), "--encoder", "tiny", "--no-progress"]
+        + ["--strategy", "seq", "--output-dir", str(tmp_path / "runs")]
+    )
+    assert code == 0 and "Accuracy matrix" in capsys.readouterr().out
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["segment_ids"] is True
+
+
+@pytest.mark.parametrize(
+    ("keys", "token_types"),
+    [
+        ({"stream": "qa"}, True),  # BERT's SQuAD inputs: always
+        ({"stream": "qa", "encoder": "transformer"}, False),  # no segment embeddings
+        ({"stream": "fewrel"}, False),  # Holla et al.: return_token_type_ids=False
+        ({"stream": "fewrel", "segment_ids": True}, True),
+        ({"stream": "text"}, False),  # single segments
+    ],
+)
+def test_qa_and_fewrel_rows_get_segment_ids_as_configured(keys, token_types, tokenizer):
+    from types import SimpleNamespace
+
+    from lifelong.experiment.runs import build_model
+
+    sizes = {"max_length": 48, "max_query_length": 16, "doc_stride": 16}
+    config = from_dict({"encoder": "tiny", **sizes} | keys)
+    kind = {"qa": "qa", "fewrel": "relation", "text": "classification"}[config.stream]
+    stream = SimpleNamespace(kind=kind, label_names=("a", "b"))
+    model, task = build_model(config, stream)
+    assert task.token_types is token_types and config.task_settings().segment_ids is (
+        keys.get("segment_ids", False)
+    )
+    assert model.task is task
+
+
+def test_segment_ids_is_a_fewrel_key_for_bert_style_encoders():
+    with pytest.raises(ConfigError, match="segment_ids.*fewrel stream only"):
+        from_dict({"stream": "qa", "segment_ids": True})
+    with pytest.raises(ConfigError, match="segment_ids.*no segment embeddings"):
+        from_dict({"stream": "fewrel", "segment_ids": True, "encoder": "transformer-xl"})
+
+
 def test_a_run_that_fails_on_bad_data_says_why_in_its_log(tmp_path, capsys):
     data = tmp_path / "data"
     write_ag_news(data)

@@ -67,6 +67,64 @@ def test_batch_to_moves_every_tensor():
     assert moved.groups is not None and torch.equal(moved.labels, batch.labels)
 
 
+def typed_batch():
+    """`grouped_batch` with segment ids: 0 on the first real token, 1 after, 0 on padding."""
+    batch = grouped_batch()
+    batch.token_type_ids = batch.attention_mask * (torch.arange(3) > 0)  # (5, 3)
+    return batch
+
+
+def test_inputs_are_ids_and_mask_plus_the_token_types_when_present():
+    plain, typed = grouped_batch(), typed_batch()
+    assert len(plain.inputs()) == 2 and plain.inputs()[1] is plain.attention_mask
+    ids, mask, types = typed.inputs()
+    assert ids is typed.input_ids and mask is typed.attention_mask
+    assert types is typed.token_type_ids
+
+
+def test_token_types_survive_moving_and_row_selection():
+    batch = typed_batch()
+    assert torch.equal(batch.to("cpu").token_type_ids, batch.token_type_ids)
+    rows = batch.select([3, 4])  # trimmed to 2 tokens
+    assert torch.equal(rows.token_type_ids, batch.token_type_ids[3:, :2])
+    assert batch.select([3, 4], trim=False).token_type_ids.shape == (2, 3)
+    both = batch.examples_at([1, 0])
+    assert torch.equal(both.token_type_ids, batch.token_type_ids[[3, 4, 0, 1, 2]])
+    assert grouped_batch().examples_at([1]).token_type_ids is None
+
+
+def test_classifier_passes_token_types_to_the_encoder(task):
+    model = tiny_classifier().eval()
+    batch = task(list(toy_stream().tasks[0].train[:4]))
+    segment_one = batch.attention_mask.clone()  # every real token in segment 1
+    with torch.no_grad():
+        plain = model(batch.input_ids, batch.attention_mask)
+        zeros = model(batch.input_ids, batch.attention_mask, torch.zeros_like(batch.input_ids))
+        ones = model(batch.input_ids, batch.attention_mask, segment_one)
+        staged = model(batch.input_ids, batch.attention_mask, segment_one, start=0)
+    torch.testing.assert_close(zeros, plain)
+    assert (ones - plain).abs().max() > 1e-4
+    torch.testing.assert_close(staged, ones, atol=1e-5, rtol=0)
+
+
+def test_token_types_for_an_encoder_without_segment_embeddings_are_an_error(tokenizer):
+    from lifelong.encoders import load_run_encoder
+    from lifelong.heads import ClassificationHead
+    from lifelong.tasks import TaskSettings, build_task
+
+    encoder = load_run_encoder("transformer", segment_length=16)
+    qa = build_task(
+        "qa", tokenizer, (), TaskSettings(max_length=48, max_query_length=16, doc_stride=16)
+    )
+    with pytest.raises(ValueError, match="token_types=False"):  # at build time
+        Classifier(encoder, qa.head(encoder.hidden_size), task=qa)
+    model = Classifier(encoder, ClassificationHead(encoder.hidden_size, 2))
+    ids, mask = torch.ones(2, 4, dtype=torch.long), torch.ones(2, 4, dtype=torch.long)
+    assert model(ids, mask).shape == (2, 2)
+    with pytest.raises(ValueError, match="segment embeddings"):
+        model(ids, mask, torch.zeros_like(ids))
+
+
 def test_classifier_needs_the_head_matching_the_batch(task):
     model = tiny_classifier(num_labels=2)
     batch = task(list(toy_stream().tasks[1].train[:2]))  # labels 2, 3 are outside a 2-way head

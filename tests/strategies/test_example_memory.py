@@ -165,3 +165,42 @@ def test_meta_mbpa_head_meta_step_on_qa_windows(tokenizer, qa):
     assert len(strategy.memory) > 0 and np.isfinite(
         strategy.observe(kind(list(qa.tasks[1].train[:4])))["loss"]
     )
+
+
+QA_RUNS = {
+    **MEMORY,
+    "seq": {},
+    "ewc": {"fisher_samples": 4},
+    "maml-er": {"support_batches": 1, "replay_every": 8, "replay_ratio": 0.5},
+    "meta-mbpa": {"k": 2, "steps": 1, "replay_every": 8, "adapt_scope": "all"},
+    "meta-mbpa-head": {"k": 2, "steps": 1, "meta_scope": "head", "adapt_scope": "top1"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(QA_RUNS))
+def test_every_strategy_feeds_bert_the_qa_windows_segment_ids(name, tokenizer, qa):
+    """Training, replay, keys and (adapted) prediction all give BERT the windows' segment ids.
+
+    Every QA window has context tokens, segment 1: an embedding call that saw no 1 lost them.
+    """
+    kind = qa_kind(tokenizer)
+    model = tiny_classifier(task=kind)
+    seen = []
+
+    def record(module, args, kwargs):
+        types = kwargs.get("token_type_ids")
+        seen.append(types is not None and bool((types == 1).any()))
+
+    # registered before the strategy copies the encoder (key network, neuromodulator)
+    model.encoder.model.embeddings.register_forward_pre_hook(record, with_kwargs=True)
+    strategy_name = name.removesuffix("-head")
+    context = StrategyContext(model, kind, lr=1e-3, batch_size=4)
+    strategy = registry.build(strategy_name, context, QA_RUNS[name])
+    feed(strategy, kind, qa.tasks[0].train[:12])
+    if hasattr(strategy, "on_task_end"):
+        strategy.on_task_end(0)
+    if hasattr(strategy, "on_eval_start"):
+        strategy.on_eval_start()
+    test = kind(list(qa.tasks[0].test[:2]))
+    assert strategy.predict(test).shape[:2] == test.input_ids.shape
+    assert seen and all(seen), f"{seen.count(False)} of {len(seen)} BERT calls lost them"

@@ -172,3 +172,18 @@ def test_the_optimiser_decays_no_weight_by_default(context):
     from lifelong.training import make_optimizer
 
     assert make_optimizer(context.model, 1e-3).param_groups[0]["weight_decay"] == 0.0
+
+
+def test_replay_never_draws_the_batch_it_just_trained_on(context, task):
+    # Holla's cls_replay.py writes a batch to memory after that iteration's replay
+    strategy = Replay(context, ReplayStrategyOptions(replay_every=8, replay_ratio=1.0))
+    train = toy_stream(n_train=16).tasks[0].train
+    drawn = []
+    sample = strategy.replay.sample
+    strategy.replay.sample = lambda: drawn.append(slots := sample()) or slots
+    for start in range(0, 16, 4):
+        strategy.observe(task(list(train[start : start + 4])))
+    # replays after examples 8 and 16: memory held 4 and 12 examples, never the current batch
+    first, second = (sorted(s.tolist()) for s in drawn)
+    assert first == list(range(4)) and len(second) == 8 and max(second) < 12
+    assert len(strategy.replay.memory) == 16

@@ -78,6 +78,11 @@ def test_order_seed_shuffles_cluster_order_deterministically(tmp_path):
     assert cluster_order(10, 3) == cluster_order(10, 3)
     assert sorted(cluster_order(10, 3)) == list(range(10))
     assert len({tuple(cluster_order(10, s)) for s in range(5)}) > 1
+    # runs 0..N-1 are N different orders, even where few orders exist
+    assert len({tuple(cluster_order(5, s)) for s in range(20)}) == 20
+    assert len({tuple(cluster_order(3, s)) for s in range(6)}) == 6
+    with pytest.raises(ValueError, match="only 6 orders"):
+        cluster_order(3, 6)
     names = toy_data(tmp_path)
     streams = [
         fewrel_stream(data_dir=tmp_path, n_tasks=4, order_seed=s, embed=hashed_bag_of_words)

@@ -74,3 +74,23 @@ def test_auto_pooling_reads_cls_where_no_pooler_was_trained_and_pooler_needs_one
     assert load_encoder("tiny", pooling="pooler").pooling == "pooler"
     with pytest.raises(ValueError, match="no pooler layer"):
         HFEncoder(load_encoder("tiny").model, "tiny", "pooler")
+
+
+def test_token_types_reach_bert_through_forward_and_every_stage(padded_batch):
+    """Same ids, segment 0 vs 1: different states, so the types really reach the embeddings."""
+    encoder = load_encoder("tiny").eval()
+    assert encoder.reads_token_types  # BERT's two token types
+    ids, mask = padded_batch
+    zeros, ones = torch.zeros_like(ids), mask.clone()  # (b, t) segment 0 / segment 1
+    with torch.no_grad():
+        plain = encoder(ids, mask).hidden  # (b, t, d)
+        first = encoder(ids, mask, zeros).hidden
+        second = encoder(ids, mask, ones).hidden
+        staged = encoder.run_stages(ids, mask, 0, 1, token_type_ids=ones)
+        resumed = encoder.resume(staged, mask, 1).hidden
+        packed = encoder.resume(ids, mask, 0, token_type_ids=ones, packed=True).hidden
+    real = mask.bool()
+    torch.testing.assert_close(first, plain)  # no types = segment 0
+    assert (second[real] - first[real]).abs().max() > 1e-3
+    torch.testing.assert_close(resumed[real], second[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(packed[real], second[real], atol=1e-5, rtol=0)

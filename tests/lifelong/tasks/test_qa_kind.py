@@ -94,20 +94,27 @@ def tokenizer_windows(tokenizer, examples, max_length, doc_stride, max_query_len
         padding="longest",
         return_tensors="pt",
     )
-    return encoded["input_ids"], encoded["overflow_to_sample_mapping"]
+    return encoded["input_ids"], encoded["token_type_ids"], encoded["overflow_to_sample_mapping"]
 
 
 @pytest.mark.parametrize(
     ("max_length", "stride", "query"), [(48, 16, 16), (40, 8, 8), (128, 32, 64)]
 )
 def test_windows_equal_the_tokenizers_overflow_windows(tokenizer, max_length, stride, query):
-    """Rows rebuilt from stored ids are exactly the tokenizer's ``stride`` windows."""
+    """Rows rebuilt from stored ids are exactly the tokenizer's ``stride`` windows.
+
+    Their segment ids too: 0 for ``[CLS] question [SEP]``, 1 for ``context [SEP]``, 0 on padding.
+    """
     sample = [e for task in qa_stream("i") for e in task.train[:15]] + examples()
     kind = qa(tokenizer, max_length, stride, query)
     ours = kind(sample)
-    ids, groups = tokenizer_windows(tokenizer, sample, max_length, stride, query)
+    ids, types, groups = tokenizer_windows(tokenizer, sample, max_length, stride, query)
+    width = ours.input_ids.shape[1]
     assert ours.groups.tolist() == groups.tolist()
-    assert torch.equal(ours.input_ids, ids[:, : ours.input_ids.shape[1]])
+    assert torch.equal(ours.input_ids, ids[:, :width])
+    assert ours.token_type_ids is not None and ours.token_type_ids.shape == ours.input_ids.shape
+    assert torch.equal(ours.token_type_ids, types[:, :width])
+    assert (ours.token_type_ids == 1).any(dim=1).all()  # every window has context tokens
 
 
 def test_question_is_truncated_to_max_query_length(kind, tokenizer):
@@ -123,13 +130,24 @@ def test_memory_stores_no_offsets_and_rows_still_train(kind, windows):
     rebuilt = kind.rows(stored)
     assert rebuilt.offsets is None
     assert torch.equal(rebuilt.input_ids, windows.input_ids)
+    assert torch.equal(rebuilt.token_type_ids, windows.token_type_ids)
     assert torch.equal(rebuilt.labels, windows.labels)
 
 
 def test_key_row_is_the_first_window_keyed_at_the_first_question_token(kind, windows):
     keys = kind.key_rows(windows.examples)
     assert len(keys) == 2 and kind.key_position == 1
-    assert torch.equal(keys.input_ids[0], windows.input_ids[0][: keys.input_ids.shape[1]])
+    width = keys.input_ids.shape[1]
+    assert torch.equal(keys.input_ids[0], windows.input_ids[0][:width])
+    assert torch.equal(keys.token_type_ids[0], windows.token_type_ids[0][:width])
+
+
+def test_no_segment_ids_for_an_encoder_without_segment_embeddings(tokenizer):
+    settings = TaskSettings(max_length=48, doc_stride=16, max_query_length=16, token_types=False)
+    kind = build_task("qa", tokenizer, (), settings)
+    batch = kind(examples())
+    assert not kind.token_types and batch.token_type_ids is None
+    assert kind.key_rows(batch.examples).token_type_ids is None
 
 
 def test_best_spans_searches_all_windows(windows):

@@ -13,8 +13,8 @@ from tests.conftest import tiny_classifier
 NAMES = ("place of birth", "employer", "spouse", "author")
 
 
-def relation(tokenizer, max_length=32, pair_loss="binary"):
-    settings = TaskSettings(max_length=max_length, pair_loss=pair_loss)
+def relation(tokenizer, max_length=32, pair_loss="binary", segment_ids=False):
+    settings = TaskSettings(max_length=max_length, pair_loss=pair_loss, segment_ids=segment_ids)
     return build_task("relation", tokenizer, NAMES, settings)
 
 
@@ -49,6 +49,35 @@ def test_rows_equal_the_tokenizers_own_pair_encoding(tokenizer):
         expected = tokenizer(text, name, truncation="only_first", max_length=12)["input_ids"]
         got = batch.input_ids[row][batch.attention_mask[row].bool()].tolist()
         assert got == expected
+
+
+def test_rows_carry_no_segment_ids_by_default_as_in_holla_et_al(tokenizer):
+    """Holla et al. encode the pairs with ``return_token_type_ids=False``: all segment 0."""
+    kind = relation(tokenizer)
+    assert not kind.token_types and kind(examples()).token_type_ids is None
+
+
+def test_segment_ids_are_the_tokenizers_pair_token_types(tokenizer):
+    kind = relation(tokenizer, max_length=12, segment_ids=True)  # the sentence is cut first
+    batch = kind(examples())
+    assert kind.token_types and batch.token_type_ids.shape == batch.input_ids.shape
+    pairs = [(e.text, NAMES[c]) for e in examples() for c in e.candidates]
+    for row, (text, name) in enumerate(pairs):
+        expected = tokenizer(text, name, truncation="only_first", max_length=12)
+        real = batch.attention_mask[row].bool()
+        assert batch.input_ids[row][real].tolist() == expected["input_ids"]
+        assert batch.token_type_ids[row][real].tolist() == expected["token_type_ids"]
+        assert 1 in expected["token_type_ids"]
+    assert (batch.token_type_ids[~batch.attention_mask.bool()] == 0).all()  # padding: 0
+    rebuilt = kind.rows(batch.examples.only(kind.stored_fields))  # memory rows alike
+    assert torch.equal(rebuilt.token_type_ids, batch.token_type_ids)
+    assert kind.key_rows(batch.examples).token_type_ids is None  # one segment: the sentence
+
+
+def test_segment_ids_need_an_encoder_that_reads_them(tokenizer):
+    settings = TaskSettings(segment_ids=True, token_types=False)
+    with pytest.raises(ValueError, match="segment_ids"):
+        build_task("relation", tokenizer, NAMES, settings)
 
 
 def test_key_rows_hold_the_sentence_alone(tokenizer):
