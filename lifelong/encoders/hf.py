@@ -314,9 +314,10 @@ def load_encoder(
             network or a local cache) or a local directory.
         seed: Seed of the random initialisation of ``tiny``.
         pooling: ``"pooler"`` (the references') or ``"cls"`` (see `HFEncoder`); ``"auto"``:
-            the pooler when the checkpoint holds trained pooler weights (BERT, MiniLM), else
-            the raw [CLS] (``tiny``, whose weights are all random, and models without a
-            pooler): a freshly initialised pooler would only add a random layer.
+            the pooler when the checkpoint holds trained pooler weights (BERT), else the raw
+            [CLS] (``tiny``, whose weights are all random; MiniLM, whose pooler weights its
+            training never used; models without a pooler): an untrained pooler only adds a
+            random layer (on the demo, MiniLM's pooler left SEQ at 7% on DBPedia).
         **kwargs: Passed to ``AutoModel.from_pretrained`` (e.g. ``attn_implementation="eager"``).
 
     """
@@ -330,5 +331,8 @@ def load_encoder(
         model, info = AutoModel.from_pretrained(path, output_loading_info=True, **kwargs)
     if pooling == "auto":
         trained = not any(key.startswith("pooler.") for key in info.get("missing_keys", ()))
-        pooling = "pooler" if getattr(model, "pooler", None) is not None and trained else "cls"
+        has_pooler = getattr(model, "pooler", None) is not None and trained
+        # MiniLM's checkpoint carries pooler weights that neither its attention distillation
+        # nor the sentence-transformers training (mean pooling) ever trained: read its [CLS]
+        pooling = "pooler" if has_pooler and name != MINILM else "cls"
     return HFEncoder(model, name, pooling)

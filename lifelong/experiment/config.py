@@ -67,7 +67,7 @@ class RunConfig:
     segment_length: PositiveInt = 64  # memory-augmented encoders: tokens per segment
     # what the head reads: BERT's pooler output (both references: Holla's base_models.py,
     # EM-in-LLL's BertForSequenceClassification) or the raw [CLS] state; "auto": the pooler
-    # where the checkpoint has trained pooler weights (MiniLM, BERT), else [CLS] ("tiny").
+    # where the checkpoint has trained pooler weights (BERT), else [CLS] (MiniLM, "tiny").
     # Memory keys are always the raw [CLS] (EM-in-LLL memory.py)
     pooling: Literal["auto", "pooler", "cls"] = "auto"
     max_length: PositiveInt = 128  # tokens per row (QA: per window) after truncation

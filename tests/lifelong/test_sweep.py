@@ -148,7 +148,7 @@ def test_smoke_sweep_then_report(backend, tmp_path, capsys):
     assert len(rows) == 12 and {r["status"] for r in rows} == {"finished"}
     assert main(["report", str(root)]) == 0
     table = capsys.readouterr().out
-    assert "| mbpa++ | average accuracy |" in table and " ± " in table
+    assert "| mbpa++ | pooled accuracy |" in table and " ± " in table
     plots = sorted((root / "report" / "plots").glob("*.png"))
     assert len(plots) == 3 * 2 * 2  # a heatmap and a curve per strategy and order
     assert main(["sweep", smoke, "--output-dir", str(tmp_path), *flags]) == 0

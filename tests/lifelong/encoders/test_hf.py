@@ -54,9 +54,10 @@ def test_packing_needs_a_bert_style_layer():
     assert not supports_packing(torch.nn.Linear(2, 2))
 
 
-def test_pooled_is_bert_s_pooler_output_when_the_checkpoint_has_one():
+def test_pooled_is_bert_s_pooler_output_when_asked():
     # both reference implementations read the pooler output (dense + tanh over [CLS])
-    encoder = load_encoder("minilm")
+    assert load_encoder("minilm").pooling == "cls"  # auto: MiniLM never trained its pooler
+    encoder = load_encoder("minilm", pooling="pooler")
     assert encoder.pooling == "pooler"
     ids = torch.tensor([[101, 2054, 102]])
     mask = torch.ones_like(ids)
