@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
@@ -132,3 +133,40 @@ def adapt_head(
 
         params = local_adapt(loss, params, steps=1, lr=lr, l2=0.0, first_order=True)
     return params
+
+
+def adapt_per_batch(
+    module: nn.Module,
+    params: Params,
+    batches: Sequence[Batch],
+    lr: float,
+    criterion: Criterion,
+    *,
+    first_order: bool = True,
+) -> Params:
+    """One SGD step on ``params`` of ``module`` per batch, in order (a meta inner loop).
+
+    ``module`` is run on each batch's inputs with ``params`` swapped in (the others its own);
+    pure like `local_adapt`. First order: the inner gradients are constants; otherwise the
+    result stays differentiable through them (second-order MAML).
+    """
+    for batch in batches:
+
+        def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
+            return criterion(functional_call(module, q, batch.inputs()), batch)
+
+        params = local_adapt(loss, params, steps=1, lr=lr, l2=0.0, first_order=first_order)
+    return params
+
+
+def meta_test_slots(
+    rng: np.random.Generator, memory_size: int, batches: int, batch_size: int
+) -> np.ndarray:
+    """Slots of the meta-test's memory batches, shape (m, b), each drawn uniformly with replacement.
+
+    Holla et al.'s ``evaluate()`` (``cls_oml.py``, ``cls_anml.py``, ``cls_maml.py``) calls
+    ``memory.read_batch(b)`` m times, each read ``random.choice(buffer)`` per example
+    (``base_models.py``), so examples can recur within and across batches. Pass the strategy's
+    own generator: evaluation then leaves training's randomness alone.
+    """
+    return rng.integers(0, memory_size, size=(batches, batch_size))  # (m, b)

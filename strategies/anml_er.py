@@ -23,10 +23,10 @@ from typing import ClassVar
 
 import torch
 from torch import nn
-from torch.func import functional_call
 
-from lifelong.adaptation import Params, local_adapt
+from lifelong.adaptation import Params
 from lifelong.encoders.base import EncoderOutput
+from lifelong.episodes import adapt_per_batch
 from lifelong.model import Batch, Classifier
 from lifelong.options import option_group
 from lifelong.strategy import StrategyContext
@@ -120,13 +120,5 @@ class ANMLER(OMLER):
             for name, p in self.net.named_parameters()
             if name.startswith("classifier.") and p.requires_grad
         }
-        for batch in support:
-
-            def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
-                logits = functional_call(self.net, q, batch.inputs())
-                return self.model.criterion(logits, batch)
-
-            params = local_adapt(
-                loss, params, steps=1, lr=self.options.inner_lr, l2=0.0, first_order=True
-            )
-        return params
+        criterion = self.model.criterion
+        return adapt_per_batch(self.net, params, support, self.options.inner_lr, criterion)

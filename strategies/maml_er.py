@@ -31,9 +31,9 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from lifelong.adaptation import Params, local_adapt
+from lifelong.adaptation import Params
 from lifelong.encoders.base import attention_implementation
-from lifelong.episodes import Episode, EpisodeBuffer
+from lifelong.episodes import Episode, EpisodeBuffer, adapt_per_batch, meta_test_slots
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.replay import (
@@ -116,16 +116,8 @@ class MAMLER:
         With ``first_order`` the inner gradients are constants; otherwise the result stays
         differentiable through them with respect to ``params`` (second-order MAML).
         """
-        for batch in batches:
-
-            def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
-                logits = functional_call(self.model, q, batch.inputs())
-                return self.model.criterion(logits, batch)
-
-            params = local_adapt(
-                loss, params, steps=1, lr=self.options.inner_lr, l2=0.0, first_order=first_order
-            )
-        return params
+        lr, criterion = self.options.inner_lr, self.model.criterion
+        return adapt_per_batch(self.model, params, batches, lr, criterion, first_order=first_order)
 
     def inner_loop(self, support: Sequence[Batch]) -> Params:
         """W' after one SGD step per support batch on every trainable weight.
@@ -213,7 +205,7 @@ class MAMLER:
         training's randomness (memory sampling, dropout) alone.
         """
         m, b = self.options.support_batches, self.batch_size
-        slots = self.rng.integers(0, len(self.replay.memory), size=(m, b))  # (m, b)
+        slots = meta_test_slots(self.rng, len(self.replay.memory), m, b)  # (m, b)
         memory_batches = [self.replay.writer.batch(row) for row in slots]
         self.counts.meta_tests += 1
         adapted = self.adapt(params, memory_batches, first_order=True)

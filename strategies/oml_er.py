@@ -28,7 +28,7 @@ from torch.func import functional_call
 
 from lifelong.adaptation import Params
 from lifelong.encoders.base import EncoderOutput
-from lifelong.episodes import Episode, EpisodeBuffer, adapt_head
+from lifelong.episodes import Episode, EpisodeBuffer, adapt_head, meta_test_slots
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.replay import (
@@ -165,17 +165,10 @@ class OMLER:
             with torch.no_grad():
                 return [self.logits(params, b) for b in batches]
 
-    def meta_test_slots(self) -> list[np.ndarray]:
-        """The m memory batches of b slots, every slot drawn uniformly with replacement.
-
-        Holla's ``cls_oml.py`` ``evaluate()`` calls ``memory.read_batch(b)`` m times, and each
-        read is ``random.choice(buffer)`` per example (``base_models.py``), so examples can recur
-        within and across batches. The draws come from the strategy's own generator:
-        evaluation leaves training alone.
-        """
+    def meta_test_slots(self) -> np.ndarray:
+        """The m memory batches of b slots (`lifelong.episodes.meta_test_slots`), shape (m, b)."""
         m, b = self.options.support_batches, self.batch_size
-        size = len(self.replay.memory)
-        return [self.rng.integers(size, size=b) for _ in range(m)]
+        return meta_test_slots(self.rng, len(self.replay.memory), m, b)
 
     def meta_test(self) -> Params:
         """The inner loop's weights after one SGD step on each of m random memory batches."""
