@@ -255,9 +255,10 @@ def _compact_vocabulary(
     a (vocab, d) matrix. Row 0 stays the padding id, so ``padding_idx`` keeps its meaning.
     """
     flat = [t.reshape(-1) for t in ids]
-    used = torch.unique(torch.cat([*flat, torch.zeros(1, dtype=ids[0].dtype)]))
-    lookup = torch.zeros(int(used.max()) + 1, dtype=ids[0].dtype)
-    lookup[used] = torch.arange(len(used), dtype=ids[0].dtype)  # used[0] == 0: padding stays 0
+    like = {"dtype": ids[0].dtype, "device": ids[0].device}
+    used = torch.unique(torch.cat([*flat, torch.zeros(1, **like)]))
+    lookup = torch.zeros(int(used.max()) + 1, **like)
+    lookup[used] = torch.arange(len(used), **like)  # used[0] == 0: padding stays 0
     compact = {**params, name: params[name][used]}  # (rows, d)
     return compact, [lookup[t] for t in ids]
 
@@ -380,7 +381,7 @@ class LocalAdapter:
         if chunk == 1:
             out = []
             for i in range(batch.num_examples):
-                rows = torch.as_tensor(batch.example_rows(i))
+                rows = torch.as_tensor(batch.example_rows(i), device=batch.input_ids.device)
                 nb = self._neighbour_batch(slots[i])
                 test, p = [t[rows] for t in tests], params  # its rows' inputs at the stage
                 if stage == 0:  # adapt only the embedding rows these inputs use
@@ -434,7 +435,10 @@ class LocalAdapter:
         rows = [r for item in stored for r in item.rows]
         x, mask = _pad_cached(rows)
         groups = torch.cat(
-            [torch.full((len(item.rows),), g, dtype=torch.long) for g, item in enumerate(stored)]
+            [
+                torch.full((len(item.rows),), g, dtype=torch.long, device=x.device)
+                for g, item in enumerate(stored)
+            ]
         )
         types = [t for item in stored for t in item.types or ()]  # stage 0 only
         labels = torch.cat([item.labels for item in stored])
@@ -466,8 +470,9 @@ class LocalAdapter:
 def _pad_cached(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad cached rows (t_i, ...) into (n, t, ...) and a mask (n, t)."""
     width = max(len(r) for r in rows)
-    x = torch.zeros((len(rows), width, *rows[0].shape[1:]), dtype=rows[0].dtype)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    like = rows[0]
+    x = like.new_zeros((len(rows), width, *like.shape[1:]))
+    mask = torch.zeros((len(rows), width), dtype=torch.long, device=like.device)
     for i, row in enumerate(rows):
         x[i, : len(row)] = row
         mask[i, : len(row)] = 1

@@ -11,6 +11,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from lifelong.metrics import pooled_accuracy
+from lifelong.runtime import CPU, Runtime
 from lifelong.strategy import Strategy
 from lifelong.tasks import TaskKind
 from streams.core import Example, TaskStream, batches
@@ -193,6 +194,7 @@ def run_stream(
     progress: bool = True,
     checkpointer: Checkpointer | None = None,
     start: StreamPosition | None = None,
+    runtime: Runtime = CPU,
 ) -> StreamResult:
     """Train ``strategy`` on one pass over the stream and score every task after every task.
 
@@ -214,6 +216,9 @@ def run_stream(
             boundary (after the task's evaluation) and whenever ``checkpointer.due``.
         start: Resume from this position (a checkpoint's); the strategy and the random
             states must already be restored from the same checkpoint.
+        runtime: The run's device and precision: training and evaluation (every strategy
+            call and hook) run inside its autocast; the model and the task kind's batches
+            must already be on its device (`lifelong.runtime.on_device`).
 
     Returns:
         The accuracy matrix R and the untrained accuracies b.
@@ -221,12 +226,14 @@ def run_stream(
     """
     T = len(stream)
     position = start or StreamPosition()
-    _hook(strategy, "on_stream_start", stream)  # on a resume too: it must rebuild, not reset
+    with runtime.autocast():
+        _hook(strategy, "on_stream_start", stream)  # on a resume too: rebuild, not reset
 
     def evaluate_now() -> np.ndarray:
-        rows = evaluate_all_metrics(
-            strategy, stream, kind, batch_size=eval_batch_size, progress=progress
-        )
+        with runtime.autocast():
+            rows = evaluate_all_metrics(
+                strategy, stream, kind, batch_size=eval_batch_size, progress=progress
+            )
         names = list(rows)
         position.metric = names[0]
         for name in names[1:]:
@@ -238,8 +245,11 @@ def run_stream(
         log.info("before training: %s", _fmt(stream.task_names, position.before))
         _save(checkpointer, strategy, position)
     for i in range(position.task, T):
-        _train_task(stream, i, strategy, kind, position, batch_size, seed, progress, checkpointer)
-        _hook(strategy, "on_task_end", i)
+        with runtime.autocast():
+            _train_task(
+                stream, i, strategy, kind, position, batch_size, seed, progress, checkpointer
+            )
+            _hook(strategy, "on_task_end", i)
         row = evaluate_now()
         log.info("after %s: %s", stream.tasks[i].name, _fmt(stream.task_names, row))
         position.rows.append(row)

@@ -72,7 +72,9 @@ class Batch:
     @property
     def row_groups(self) -> torch.Tensor:
         """The example of each row, shape (n,) (``arange(n)`` when rows are examples)."""
-        return self.groups if self.groups is not None else torch.arange(len(self))
+        if self.groups is not None:
+            return self.groups
+        return torch.arange(len(self), device=self.labels.device)
 
     def inputs(self) -> tuple[torch.Tensor, ...]:
         """The model's positional inputs: ``(input_ids, attention_mask[, token_type_ids])``.
@@ -106,7 +108,7 @@ class Batch:
         With ``trim`` they are cut to their longest row; without, they keep the batch's width
         (to line up with token vectors already computed on the whole batch).
         """
-        idx = torch.as_tensor(np.asarray(indices, dtype=np.int64))
+        idx = torch.as_tensor(np.asarray(indices, dtype=np.int64), device=self.input_ids.device)
         mask = self.attention_mask[idx]
         width = int(mask.sum(dim=1).max()) if len(idx) else 0
         width = width if trim else mask.shape[1]
@@ -123,7 +125,7 @@ class Batch:
 
     def example_rows(self, example: int) -> np.ndarray:
         """Row indices of one example."""
-        return torch.nonzero(self.row_groups == example).squeeze(1).numpy()
+        return torch.nonzero(self.row_groups == example).squeeze(1).cpu().numpy()
 
     def examples_at(self, indices: Sequence[int] | np.ndarray, *, trim: bool = True) -> Batch:
         """The rows of the examples ``indices`` (in that order), groups renumbered 0..
@@ -136,7 +138,12 @@ class Batch:
         part.groups = (
             None
             if self.groups is None
-            else torch.cat([torch.full((len(r),), g, dtype=torch.long) for g, r in enumerate(rows)])
+            else torch.cat(
+                [
+                    torch.full((len(r),), g, dtype=torch.long, device=self.groups.device)
+                    for g, r in enumerate(rows)
+                ]
+            )
         )
         part.examples = None if self.examples is None else self.examples.select(indices)
         return part

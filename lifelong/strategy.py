@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from lifelong.runtime import CPU, Runtime
+
 if TYPE_CHECKING:
     import torch
 
@@ -37,6 +39,10 @@ class StrategyContext:
         lr: Learning rate of the main optimiser.
         batch_size: Training mini-batch size of the stream, in examples.
         seed: Run seed (strategies derive their own generators from it).
+        runtime: The run's device and precision. The model is already there and the task
+            kind's batches land there; a strategy that builds a module of its own (ANML-ER's
+            neuromodulator) moves it to ``runtime.device``; tensors it makes go next to the
+            tensors they meet.
 
     """
 
@@ -45,6 +51,7 @@ class StrategyContext:
     lr: float = 3e-5
     batch_size: int = 16
     seed: int = 0
+    runtime: Runtime = CPU
 
 
 @runtime_checkable

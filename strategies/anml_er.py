@@ -111,7 +111,8 @@ class ANMLER(OMLER):
     head_prefix: ClassVar[str] = "classifier.head."
 
     def _build_net(self, context: StrategyContext) -> nn.Module:
-        return GatedClassifier(context.model, Neuromodulator(context.model.encoder))
+        gated = GatedClassifier(context.model, Neuromodulator(context.model.encoder))
+        return gated.to(context.runtime.device)
 
     def inner_loop(self, support: Sequence[Batch]) -> Params:
         """Prediction-network weights after one SGD step per support batch (gate fixed)."""

@@ -40,7 +40,9 @@ class EWCOptions(ClipOptions):
 def ewc_penalty(params: Params, anchor: Params, fisher: Params) -> torch.Tensor:
     """Σ_i F_i (θ_i − θ*_i)² over the named parameters (without the λ/2 factor)."""
     terms = [(fisher[k] * (params[k] - anchor[k]) ** 2).sum() for k in fisher]
-    return torch.stack(terms).sum() if terms else torch.zeros(())
+    if not terms:
+        return next(iter(params.values())).new_zeros(()) if params else torch.zeros(())
+    return torch.stack(terms).sum()
 
 
 class FisherState:

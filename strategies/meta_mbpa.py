@@ -236,7 +236,10 @@ class MetaMbPA:
         losses = []
         for i, slots in enumerate(neighbours):
             examples = [position[int(s)] for s in slots]
-            rows = torch.as_tensor(np.concatenate([stored.example_rows(e) for e in examples]))
+            rows = torch.as_tensor(
+                np.concatenate([stored.example_rows(e) for e in examples]),
+                device=stored.input_ids.device,
+            )
             near = stored.examples_at(examples, trim=False)  # their labels, groups, masks
 
             def la_loss(q: Params, rows: torch.Tensor = rows, near: Batch = near) -> torch.Tensor:
@@ -245,7 +248,7 @@ class MetaMbPA:
             adapted = local_adapt(
                 la_loss, params, steps=1, lr=alpha, l2=0.0, first_order=self.options.first_order
             )
-            own = torch.as_tensor(batch.example_rows(i))
+            own = torch.as_tensor(batch.example_rows(i), device=batch.input_ids.device)
             logits = functional_call(head, adapted, (inputs.rows(own),))
             losses.append(criterion(logits, batch.examples_at([i], trim=False)))
         return torch.stack(losses).mean()
@@ -339,7 +342,9 @@ class MetaMbPA:
         for s in range(0, len(slots), chunk):
             part = self.writer.batch(slots[s : s + chunk])
             staged = frozen_prefix(self.model, stage, *part.inputs())  # inputs at the stage
-            w = torch.as_tensor(weights[s : s + chunk], dtype=torch.float32)
+            w = torch.as_tensor(
+                weights[s : s + chunk], dtype=torch.float32, device=part.input_ids.device
+            )
 
             def loss(q: Params, staged=staged, part=part, w=w) -> torch.Tensor:
                 kwargs = {"start": stage, "packed": True}

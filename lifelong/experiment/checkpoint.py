@@ -25,6 +25,7 @@ import torch
 
 from lifelong.files import atomic_write_bytes
 from lifelong.learner import StreamPosition
+from lifelong.runtime import to_cpu
 from lifelong.strategy import Strategy
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -45,23 +46,40 @@ class Checkpoint:
 
 
 def random_states() -> dict[str, Any]:
-    """The global generators' states: Python's, NumPy's legacy one and torch's CPU one."""
-    return {
+    """The global generators' states (Python, NumPy's legacy one, torch CPU and CUDA).
+
+    torch's CUDA states (one per device) are kept where CUDA is initialised.
+    """
+    states = {
         "python": random.getstate(),
         "numpy": np.random.get_state(),
         "torch": torch.get_rng_state(),
     }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["torch_cuda"] = torch.cuda.get_rng_state_all()
+    return states
 
 
 def restore_random_states(states: dict[str, Any]) -> None:
-    """Inverse of `random_states`."""
+    """Inverse of `random_states`.
+
+    CUDA generator states are restored when this machine has as many CUDA devices as the one
+    that saved them; a run checkpointed on a GPU and resumed on the CPU (or on another count
+    of GPUs) continues with the CPU generators restored and fresh CUDA ones.
+    """
     random.setstate(states["python"])
     np.random.set_state(states["numpy"])
     torch.set_rng_state(states["torch"])
+    cuda = states.get("torch_cuda")
+    if cuda and torch.cuda.is_available() and torch.cuda.device_count() == len(cuda):
+        torch.cuda.set_rng_state_all(cuda)
 
 
 def save_checkpoint(run_dir: str | Path, strategy: Strategy, position: StreamPosition) -> Path:
     """Write the strategy's state, the stream position and the random states atomically.
+
+    Every tensor is saved on the CPU (`lifelong.runtime.to_cpu`), so the file loads on any
+    device: a run checkpointed on CUDA resumes on the CPU and the other way round.
 
     Args:
         run_dir: The run directory; the file is ``run_dir / "checkpoint.pt"``.
@@ -75,7 +93,7 @@ def save_checkpoint(run_dir: str | Path, strategy: Strategy, position: StreamPos
     payload = {
         "version": FORMAT_VERSION,
         "position": position.to_dict(),
-        "strategy": strategy.state_dict(),
+        "strategy": to_cpu(strategy.state_dict()),
         "rng": random_states(),
     }
     buffer = io.BytesIO()

@@ -41,6 +41,8 @@ RUN_FLAGS = {
     "fewrel_tasks": "fewrel_tasks",
     "doc_stride": "doc_stride",
     "pair_loss": "pair_loss",
+    "device": "device",
+    "precision": "precision",
 }
 
 
@@ -132,6 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["binary", "softmax"],
         help="FewRel: binary loss per pair (default) or softmax over each sentence's candidates",
     )
+    run.add_argument(
+        "--device",
+        help="auto (CUDA when available; the default), cpu, cuda or cuda:N; "
+        "with --resume: continue on this device",
+    )
+    run.add_argument(
+        "--precision",
+        choices=["auto", "fp32", "bf16"],
+        help="auto (bf16 on a bf16-capable GPU, else fp32), fp32 or bf16 autocast",
+    )
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     sweep = sub.add_parser(
@@ -218,12 +230,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from lifelong.experiment.runs import format_report, resume, run
 
     if args.resume:
-        given = [f"--{f.replace('_', '-')}" for f in RUN_FLAGS if getattr(args, f) is not None]
+        movable = ("device", "precision")  # a checkpoint resumes anywhere
+        given = [
+            f"--{f.replace('_', '-')}"
+            for f in RUN_FLAGS
+            if getattr(args, f) is not None and f not in movable
+        ]
         if given or args.config or args.option:
             raise ConfigError(
                 f"--resume continues a run with its own config.yaml; drop {given or '--config/-o'}"
             )
-        outcome = resume(args.resume, progress=False if args.no_progress else None)
+        outcome = resume(
+            args.resume,
+            progress=False if args.no_progress else None,
+            device=args.device,
+            precision=args.precision,
+        )
     else:
         config = config_from_args(args)
         if args.runs != 1:

@@ -33,6 +33,7 @@ from lifelong.options import (
 from lifelong.tasks.settings import TaskSettings, check_windows
 
 if TYPE_CHECKING:
+    from lifelong.runtime import Runtime
     from streams.registry import Embedder, StreamSpec
 
 DEMO_CONFIG = Path(__file__).parent / "configs" / "demo.yaml"
@@ -96,9 +97,15 @@ class RunConfig:
     keep_checkpoint: bool = False  # keep checkpoint.pt once the run has finished
     run_index: str | None = None  # SQLite run index; None = <output_dir>/index.sqlite
     progress: bool = True  # tqdm progress bars
+    # where the run computes: "auto" (CUDA device 0 when one is visible, else the CPU), "cpu",
+    # "cuda" or "cuda:N" (lifelong.runtime); a checkpoint resumes on any device
+    device: str = "auto"
+    # "auto": bf16 autocast on a bf16-capable CUDA device, else fp32 (lifelong.runtime)
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
 
     def check(self) -> None:
         """Stream names and orders and the QA windows, without loading anything."""
+        from lifelong.runtime import DeviceError, check_device_name
         from streams.core import UnknownNameError
         from streams.registry import check_stream
 
@@ -106,6 +113,10 @@ class RunConfig:
             check_stream(self.stream, self.order, self.tasks)
         except (UnknownNameError, ValueError) as err:
             raise OptionsError(f"key 'tasks': {err}") from None
+        try:
+            check_device_name(self.device)
+        except DeviceError as err:
+            raise OptionsError(f"key 'device': {err}") from None
         if self.segment_ids and self.stream != "fewrel":
             raise OptionsError(
                 f"key 'segment_ids': applies to the fewrel stream only, got stream "
@@ -246,23 +257,41 @@ def load_yaml(path: str | Path) -> RunConfig:
 
 
 def preflight(config: RunConfig) -> Any:
-    """What a run checks before it creates anything: the encoder can load, the options parse.
+    """What a run checks before it creates anything: the encoder and the device, the options.
 
-    A paper config naming ``bert-base-uncased`` is valid anywhere; only running it offline
-    without the model in the Hugging Face cache is refused, here, in one line.
+    A paper config naming ``bert-base-uncased`` or ``device: cuda`` is valid anywhere; only
+    running it offline without the model in the Hugging Face cache, or on a machine without
+    that device, is refused, here, in one line.
 
     Returns:
         The chosen strategy's parsed options (see `strategy_options`).
 
     Raises:
-        ConfigError: The encoder cannot load here, or a strategy option is not allowed.
+        ConfigError: The encoder cannot load here, the device or precision is not available
+            here, or a strategy option is not allowed.
 
     """
     try:
         check_encoder_name(config.encoder)
     except EncoderError as err:
         raise ConfigError(f"key 'encoder': {err}") from None
+    runtime_of(config)
     return strategy_options(config)
+
+
+def runtime_of(config: RunConfig) -> Runtime:
+    """The device and precision ``config`` asks for, resolved on this machine.
+
+    Raises:
+        ConfigError: A CUDA device this machine lacks, or bf16 where the device has none.
+
+    """
+    from lifelong.runtime import DeviceError, Runtime
+
+    try:
+        return Runtime.resolve(config.device, config.precision)
+    except DeviceError as err:
+        raise ConfigError(f"keys 'device'/'precision': {err}") from None
 
 
 def strategy_options(config: RunConfig) -> Any:

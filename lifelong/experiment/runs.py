@@ -27,7 +27,7 @@ from lifelong.experiment.checkpoint import (
     remove_stale_temporaries,
     restore_random_states,
 )
-from lifelong.experiment.config import ConfigError, RunConfig, load_yaml, preflight
+from lifelong.experiment.config import ConfigError, RunConfig, load_yaml, preflight, runtime_of
 from lifelong.experiment.index import RunIndex, default_index_path
 from lifelong.experiment.rundir import (
     accuracy_frame,
@@ -159,7 +159,12 @@ def run(
 
 
 def resume(
-    run_dir: str | Path, *, stream: TaskStream | None = None, progress: bool | None = None
+    run_dir: str | Path,
+    *,
+    stream: TaskStream | None = None,
+    progress: bool | None = None,
+    device: str | None = None,
+    precision: str | None = None,
 ) -> RunOutcome:
     """Continue a run from its directory: from its checkpoint, or from the start if none.
 
@@ -170,6 +175,9 @@ def resume(
         run_dir: A directory `run` created (it holds ``config.yaml``).
         stream: A prebuilt stream (otherwise built from the run's config).
         progress: Override the config's progress-bar setting.
+        device: Continue on this device instead of the config's (checkpoints are
+            device-neutral: a run checkpointed on CUDA resumes on the CPU and back).
+        precision: Continue in this precision instead of the config's.
 
     Raises:
         ConfigError: ``run_dir`` holds no run config.
@@ -180,8 +188,10 @@ def resume(
     if not (run_dir / "config.yaml").is_file():
         raise ConfigError(f"{run_dir}: not a run directory (no config.yaml)")
     config = load_yaml(run_dir / "config.yaml")
-    if progress is not None:
-        config = config.replace(progress=progress)
+    changes = {"progress": progress, "device": device, "precision": precision}
+    changes = {key: value for key, value in changes.items() if value is not None}
+    if changes:
+        config = config.replace("resume", **changes)
     options = preflight(config)
     remove_stale_temporaries(run_dir)
     has_checkpoint = (run_dir / CHECKPOINT_NAME).is_file()
@@ -235,6 +245,7 @@ def _execute(job: _Job) -> RunOutcome:
 def _train(job: _Job) -> RunOutcome:
     from lifelong import registry
     from lifelong.learner import run_stream
+    from lifelong.runtime import on_device
     from lifelong.strategy import StrategyContext
     from lifelong.training import seed_everything
 
@@ -243,9 +254,13 @@ def _train(job: _Job) -> RunOutcome:
     embed = lambda names: name_embedder(config)(names)  # noqa: E731 (loads the encoder if called)
     stream = job.stream or build_stream(config.stream, config.stream_spec(embed))
     log.info("stream: %s", stream.description or ", ".join(stream.task_names))
+    runtime = runtime_of(config)
+    log.info("runtime: %s", runtime.describe())
     model, task = build_model(config, stream)
+    model.to(runtime.device)
+    task = on_device(task, runtime.device)
     context = StrategyContext(
-        model, task, lr=config.lr, batch_size=config.batch_size, seed=config.seed
+        model, task, lr=config.lr, batch_size=config.batch_size, seed=config.seed, runtime=runtime
     )
     strategy: Strategy = registry.build(config.strategy, context, job.options)
     log.info("strategy %s with %s", config.strategy, job.options)
@@ -266,8 +281,13 @@ def _train(job: _Job) -> RunOutcome:
         progress=config.progress,
         checkpointer=Checkpointer(job.run_dir, config.checkpoint_every),
         start=start,
+        runtime=runtime,
     )
     metrics = run_metrics(result, strategy, time.perf_counter() - began, stream=stream)
+    metrics["runtime"] = {
+        "device": runtime.describe().split(",")[0],
+        "precision": runtime.precision,
+    }
     write_results(job.run_dir, config.to_dict(), result, metrics)
     return RunOutcome(result, metrics, job.run_dir)
 

@@ -1,0 +1,192 @@
+"""Where a run computes and in what precision: one `Runtime`, made once from the run config.
+
+Nothing below the run config chooses a device or a dtype (DESIGN §4). The run resolves
+``device`` (``auto``, ``cpu``, ``cuda`` or ``cuda:N``) and ``precision`` (``auto``, ``fp32``,
+``bf16``) into a `Runtime`; the model is moved there, every batch the task kind makes lands
+there (`on_device`), and the learner runs training and evaluation inside `Runtime.autocast`.
+Strategies never name a device: they create tensors next to the tensors they already have.
+
+Precision follows PyTorch's automatic mixed precision (``torch.autocast``): weights and
+optimiser state stay fp32; matmuls and attention run in bf16 where autocast allows it, and
+losses, softmaxes and norms stay fp32. ``auto`` is bf16 on a CUDA device that supports it
+(compute capability 8.0 and up: A100, H100, H200) and fp32 everywhere else. bf16 keeps fp32's
+exponent range, so no loss scaling is needed (fp16 would need a gradient scaler in every
+optimiser step and is not offered yet).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import torch
+
+if TYPE_CHECKING:
+    from lifelong.memory.records import ExampleRecords
+    from lifelong.model import Batch
+    from lifelong.tasks import TaskKind
+    from streams.core import Example
+
+Precision = Literal["fp32", "bf16"]
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
+"""What the ``precision`` key accepts (``auto``: bf16 on a bf16-capable CUDA device, else fp32)."""
+
+_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+
+
+class DeviceError(ValueError):
+    """A device or precision that is not valid, or not available on this machine."""
+
+
+def check_device_name(name: str) -> None:
+    """Raise `DeviceError` unless ``name`` is ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+
+    Only the spelling is checked (a config naming ``cuda`` is valid on any machine); whether
+    the device exists is `resolve_device`'s question, asked before anything loads.
+    """
+    if not isinstance(name, str) or not _DEVICE.match(name):
+        raise DeviceError(f"device {name!r}: expected auto, cpu, cuda or cuda:N")
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """The device ``name`` means here: ``auto`` is CUDA (device 0) when one is visible, else CPU.
+
+    Raises:
+        DeviceError: A bad spelling, or a CUDA device this machine does not have (the error says
+            how many it has).
+
+    """
+    check_device_name(name)
+    if name == "auto":
+        return torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
+    device = torch.device(name)
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = device.index if device.index is not None else 0
+        if index >= count:
+            have = f"{count} CUDA device(s)" if count else "no CUDA device"
+            raise DeviceError(f"device {name!r}: this machine has {have} (use cpu or auto)")
+        device = torch.device("cuda", index)
+    return device
+
+
+def resolve_precision(name: str, device: torch.device) -> Precision:
+    """The precision ``name`` means on ``device`` (``auto``: bf16 on bf16-capable CUDA, else fp32).
+
+    Raises:
+        DeviceError: An unknown precision, or bf16 on a CUDA device without bf16 support.
+
+    """
+    if name not in PRECISIONS:
+        raise DeviceError(f"precision {name!r}: expected one of {', '.join(PRECISIONS)}")
+    cuda_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    if name == "auto":
+        return "bf16" if cuda_bf16 else "fp32"
+    if name == "bf16" and device.type == "cuda" and not cuda_bf16:
+        raise DeviceError(f"precision 'bf16': {device} does not support bfloat16 (use fp32)")
+    return name  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The device and precision of a run.
+
+    Attributes:
+        device: Where the model, every batch and every adaptation run.
+        precision: ``fp32``, or ``bf16`` autocast (weights and optimiser state stay fp32).
+
+    """
+
+    device: torch.device = torch.device("cpu")
+    precision: Precision = "fp32"
+
+    @classmethod
+    def resolve(cls, device: str = "auto", precision: str = "auto") -> Runtime:
+        """The runtime a run config's ``device`` and ``precision`` keys mean on this machine."""
+        where = resolve_device(device)
+        return cls(where, resolve_precision(precision, where))
+
+    @property
+    def dtype(self) -> torch.dtype | None:
+        """The autocast dtype (``None`` in fp32)."""
+        return torch.bfloat16 if self.precision == "bf16" else None
+
+    def autocast(self) -> AbstractContextManager[Any]:
+        """A context in which forward passes run in the run's precision (a no-op in fp32)."""
+        if self.dtype is None:
+            return nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.dtype)
+
+    def describe(self) -> str:
+        """The device (with the GPU's name on CUDA) and precision, for the run log."""
+        where = str(self.device)
+        if self.device.type == "cuda":
+            where += f" ({torch.cuda.get_device_name(self.device)})"
+        return f"{where}, {self.precision}"
+
+
+CPU = Runtime()
+"""fp32 on the CPU: the runtime of a strategy built without one (tests, library use)."""
+
+
+class OnDevice:
+    """A task kind whose batches land on a device: every batch of a run goes through one.
+
+    The stream's mini-batches, replay and meta-replay batches, nearest neighbours, episodes,
+    coarse-adaptation pools and key rows are all made by the task kind (``kind(examples)``,
+    ``kind.rows(records)``, ``kind.key_rows(records)``), so wrapping it moves them all; the
+    rest of the kind (loss, score, head, settings) is the wrapped kind's.
+
+    Args:
+        kind: The task kind.
+        device: Where its batches go.
+
+    """
+
+    def __init__(self, kind: TaskKind, device: torch.device) -> None:
+        self.kind = kind
+        self.device = device
+
+    def __call__(self, examples: Sequence[Example]) -> Batch:
+        """Rows of ``examples`` on the device."""
+        return self.kind(examples).to(self.device)
+
+    def rows(self, records: ExampleRecords) -> Batch:
+        """Model rows of ``records`` on the device."""
+        return self.kind.rows(records).to(self.device)
+
+    def key_rows(self, records: ExampleRecords) -> Batch:
+        """Key-network rows of ``records`` on the device."""
+        return self.kind.key_rows(records).to(self.device)
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything else is the wrapped kind's."""
+        if name == "kind":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.kind, name)
+
+
+def on_device(kind: TaskKind, device: torch.device) -> TaskKind:
+    """``kind`` whose batches land on ``device`` (the kind itself when it already does)."""
+    if isinstance(kind, OnDevice):
+        kind = kind.kind
+    return OnDevice(kind, device)  # type: ignore[return-value]
+
+
+def to_cpu(state: Any) -> Any:
+    """A copy of a (nested) state with every tensor on the CPU: a device-neutral checkpoint.
+
+    Dicts, lists and tuples are walked; tensors are moved (and detached); anything else is kept.
+    """
+    if isinstance(state, torch.Tensor):
+        return state.detach().cpu()
+    if isinstance(state, dict):
+        return {k: to_cpu(v) for k, v in state.items()}
+    if isinstance(state, list):
+        return [to_cpu(v) for v in state]
+    if isinstance(state, tuple) and not hasattr(state, "_fields"):
+        return tuple(to_cpu(v) for v in state)
+    return state
