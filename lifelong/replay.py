@@ -155,7 +155,9 @@ class EpisodicWriter:
         self.key_encoder = KeyEncoder(context.model.encoder, position=self.task.key_position)
         if policy is None:
             policy = WriteAll() if write_prob >= 1.0 else RandomWrite(write_prob)
-        self.memory = EpisodicMemory(self.key_encoder.dim, policy=policy, seed=context.seed)
+        self.memory = EpisodicMemory(
+            self.key_encoder.dim, policy=policy, seed=context.seed, device=context.runtime.device
+        )
         self.offered = 0  # stream examples offered to memory
         self.written = 0  # examples the policy wrote (overwrites included)
 

@@ -26,13 +26,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import faiss
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from lifelong.encoders.base import EncoderOutput
+
+try:
+    import faiss
+except ImportError as err:  # faiss-cpu / faiss-gpu are the `cpu` / `gpu` extras
+    raise ImportError(
+        "the memorizing encoder's kNN memory needs FAISS: pip install 'lifelong[cpu]' "
+        "(or 'lifelong[gpu]' on a CUDA machine)"
+    ) from err
 from lifelong.encoders.layers import (
     FeedForward,
     ModuleConfig,

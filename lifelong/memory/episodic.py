@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
 from lifelong.files import atomic_write_bytes
 from lifelong.memory.policies import WriteAll, WritePolicy, fresh_policy, policy_from_state
 from lifelong.memory.records import ExampleRecords, RaggedStore
+from lifelong.memory.search import Backend, TorchFlatIndex, build_index, choose_backend
 
 if TYPE_CHECKING:
     import faiss
@@ -64,6 +66,10 @@ class EpisodicMemory:
         index: A FAISS ``index_factory`` string; ``"Flat"`` is exact L2 (the default),
             ``"HNSW32"`` an approximate graph index for large memories.
         seed: Seed of the memory's own generator (sampling and write decisions).
+        device: The run's device: searches run there when it is a GPU (FAISS's GPU build
+            when installed, else an exact torch search on the device; `lifelong.memory.search`).
+        backend: ``auto`` (see `lifelong.memory.search.choose_backend`), ``faiss`` or
+            ``torch`` (exact search on ``device``; also used wherever FAISS is missing).
 
     """
 
@@ -74,9 +80,13 @@ class EpisodicMemory:
         policy: WritePolicy | None = None,
         index: str = "Flat",
         seed: int = 0,
+        device: torch.device | str = "cpu",
+        backend: Backend = "auto",
     ) -> None:
         if key_dim < 1:
             raise ValueError(f"key_dim must be >= 1, got {key_dim}")
+        self.device = torch.device(device)
+        self.backend = choose_backend(self.device, index, backend)
         self.key_dim = key_dim
         self.policy: WritePolicy = policy if policy is not None else WriteAll()
         self.index_spec = index
@@ -204,11 +214,9 @@ class EpisodicMemory:
         distances, slots = index.search(queries, k)
         return distances, slots.astype(np.int64)
 
-    def _synced_index(self) -> faiss.Index:
-        import faiss  # heavy: loaded on the first search, not when lifelong is imported
-
+    def _synced_index(self) -> faiss.Index | TorchFlatIndex:
         if self._index is None or self._indexed < self._index.ntotal:
-            self._index = faiss.index_factory(self.key_dim, self.index_spec, faiss.METRIC_L2)
+            self._index = build_index(self.key_dim, self.index_spec, self.device, self.backend)
             self._indexed = 0
             if not self._index.is_trained:
                 self._index.train(self._keys[: self._size])
@@ -302,8 +310,10 @@ class EpisodicMemory:
         return self.to_bytes()
 
     def load_state_dict(self, state: bytes) -> None:
-        """Restore this memory in place from what `state_dict` returned."""
+        """Restore this memory in place from what `state_dict` returned (it keeps its device)."""
+        device, backend = self.device, self.backend
         self.__dict__.update(EpisodicMemory.from_bytes(state, key_dim=self.key_dim).__dict__)
+        self.device, self.backend = device, backend
 
     def state(self) -> dict[str, Any]:
         """A short description for logs: size, key width, policy."""
