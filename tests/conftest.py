@@ -16,6 +16,20 @@ from streams import Example, Task, TaskStream
 torch.set_num_threads(2)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _token_cache_in_a_temporary_directory(tmp_path_factory):
+    """Runs' token caches (`lifelong.tasks.cache`) go to a session directory, not ~/.cache."""
+    import os
+
+    previous = os.environ.get("LIFELONG_CACHE_DIR")
+    os.environ["LIFELONG_CACHE_DIR"] = str(tmp_path_factory.mktemp("lifelong-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("LIFELONG_CACHE_DIR", None)
+    else:
+        os.environ["LIFELONG_CACHE_DIR"] = previous
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``cuda`` skip cleanly where no CUDA device is visible (CPU CI)."""
     if torch.cuda.is_available():

@@ -102,6 +102,10 @@ class RunConfig:
     device: str = "auto"
     # "auto": bf16 autocast on a bf16-capable CUDA device, else fp32 (lifelong.runtime)
     precision: Literal["auto", "fp32", "bf16"] = "auto"
+    # token ids of every split, tokenised once and reused by every run on the same data
+    # (lifelong.tasks.cache): "auto" = $LIFELONG_CACHE_DIR, else ~/.cache/lifelong, /tokens;
+    # "off" = tokenise once per run, in memory only; or a directory
+    token_cache: str = "auto"
 
     def check(self) -> None:
         """Stream names and orders and the QA windows, without loading anything."""

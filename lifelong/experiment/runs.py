@@ -122,6 +122,22 @@ def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, Task
     return Classifier(encoder, task.head(encoder.hidden_size), task=task), task
 
 
+def cached_kind(config: RunConfig, task: TaskKind, stream: TaskStream) -> TaskKind:
+    """``task`` serving every split of ``stream`` from token ids encoded once.
+
+    The splits are read from ``config.token_cache`` where an earlier run on the same data
+    (same kind, settings and tokenizer) wrote them, else tokenised now and written there
+    (`lifelong.tasks.cache`).
+    """
+    from lifelong.tasks.cache import CachedKind, TokenCache, kind_identity, resolve_cache_dir
+
+    settings = config.task_settings(token_types=bool(getattr(task, "token_types", False)))
+    identity = kind_identity(task, task.tokenizer, settings)
+    cache = TokenCache(task, identity, resolve_cache_dir(config.token_cache))
+    cache.prepare_stream(stream)
+    return CachedKind(task, cache)  # type: ignore[return-value]
+
+
 def run(
     config: RunConfig, *, stream: TaskStream | None = None, run_dir: str | Path | None = None
 ) -> RunOutcome:
@@ -258,7 +274,7 @@ def _train(job: _Job) -> RunOutcome:
     log.info("runtime: %s", runtime.describe())
     model, task = build_model(config, stream)
     model.to(runtime.device)
-    task = on_device(task, runtime.device)
+    task = on_device(cached_kind(config, task, stream), runtime.device)
     context = StrategyContext(
         model, task, lr=config.lr, batch_size=config.batch_size, seed=config.seed, runtime=runtime
     )
