@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--jobs", type=int, default=1, help="concurrent runs (local backend)")
     sweep.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
     sweep.add_argument("--output-dir", help="replace the sweep's output_dir")
+    sweep.add_argument(
+        "--gpus-per-run",
+        type=float,
+        help="ray: GPUs per run, fractions share a GPU (default: 1 where runs may use CUDA and "
+        "the cluster has GPUs, else 0); the local backend spreads runs over visible GPUs",
+    )
 
     report = sub.add_parser(
         "report",
@@ -295,7 +301,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{result.status:<9} {result.run_dir}  {detail}", flush=True)
 
     results = run_sweep(
-        sweep, backend=args.backend, jobs=args.jobs, address=args.address, on_result=show
+        sweep,
+        backend=args.backend,
+        jobs=args.jobs,
+        address=args.address,
+        on_result=show,
+        gpus_per_run=args.gpus_per_run,
     )
     failed = [r for r in results if r.status == "failed"]
     counts = {s: sum(r.status == s for r in results) for s in ("finished", "skipped", "failed")}

@@ -200,6 +200,7 @@ def run_sweep(
     jobs: int = 1,
     address: str | None = None,
     on_result: Callable[[PointResult], None] | None = None,
+    gpus_per_run: float | None = None,
 ) -> list[PointResult]:
     """Run every grid point that has not finished yet.
 
@@ -211,6 +212,11 @@ def run_sweep(
         jobs: Concurrent runs for the local backend.
         address: Ray cluster address (``ray`` backend only).
         on_result: Called with each point's result as it completes.
+        gpus_per_run: Ray: GPUs each point requests (fractions let several small runs share
+            one GPU; Ray then sets the task's visible devices). ``None``: 1 when the runs may
+            use CUDA (``device`` is not ``cpu``) and the cluster has GPUs, else 0. The local
+            backend instead spreads points whose device is ``auto`` or ``cuda`` over the
+            visible GPUs in turn (`spread_over_gpus`).
 
     Returns:
         One result per grid point, in grid order.
@@ -226,10 +232,15 @@ def run_sweep(
     for result in results.values():
         _notify(on_result, result)
     log.info("sweep %s: %d runs, %d to do", sweep.name, len(points), len(todo))
+    if gpus_per_run is not None and gpus_per_run < 0:
+        raise ConfigError(f"--gpus-per-run must be >= 0, got {gpus_per_run}")
     threads = 1 if backend == "ray" else _threads(jobs)  # a Ray task holds one CPU
-    payloads = [(p.config.to_dict(), str(p.run_dir), threads) for p in todo]
+    configs = [p.config.to_dict() for p in todo]
+    if backend == "local" and jobs > 1:
+        configs = spread_over_gpus(configs, _visible_gpus())
+    payloads = [(c, str(p.run_dir), threads) for c, p in zip(configs, todo)]
     if backend == "ray":
-        done = _run_on_ray(payloads, address, on_result)
+        done = _run_on_ray(payloads, address, on_result, gpus_per_run, sweep.base.device)
     elif jobs == 1:
         done = [_notify(on_result, run_point(*payload)) for payload in payloads]
     else:
@@ -271,6 +282,28 @@ def run_point(config: Mapping[str, Any], run_dir: str, threads: int = 0) -> Poin
     return PointResult(path, "finished", metrics=dict(outcome.metrics))
 
 
+def spread_over_gpus(configs: list[dict[str, Any]], gpus: int) -> list[dict[str, Any]]:
+    """Point ``i`` whose device is ``auto`` or ``cuda`` runs on ``cuda:(i mod gpus)``.
+
+    Configs naming ``cpu`` or a ``cuda:N`` of their own keep it; with no GPU nothing changes.
+    """
+    if gpus < 1:
+        return configs
+    out, turn = [], 0
+    for config in configs:
+        if config.get("device", "auto") in ("auto", "cuda"):
+            config = {**config, "device": f"cuda:{turn % gpus}"}
+            turn += 1
+        out.append(config)
+    return out
+
+
+def _visible_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 def _with_shared_index(sweep: Sweep) -> list[SweepPoint]:
     index = Path(sweep.base.run_index or default_index_path(sweep.root)).resolve()
     out = []
@@ -296,6 +329,8 @@ def _run_on_ray(
     payloads: list[tuple[dict[str, Any], str, int]],
     address: str | None,
     on_result: Callable[[PointResult], None] | None,
+    gpus_per_run: float | None = None,
+    device: str = "auto",
 ) -> list[PointResult]:
     try:
         import ray
@@ -307,7 +342,11 @@ def _run_on_ray(
     if started:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     try:
-        remote = ray.remote(num_cpus=1)(run_point)
+        if gpus_per_run is None:  # a task without GPUs sees none (Ray hides them)
+            has_gpus = ray.cluster_resources().get("GPU", 0) > 0
+            gpus_per_run = 1.0 if device != "cpu" and has_gpus else 0.0
+        log.info("ray: %g GPU(s) per run", gpus_per_run)
+        remote = ray.remote(num_cpus=1, num_gpus=gpus_per_run)(run_point)
         pending = {remote.remote(*payload): payload[1] for payload in payloads}
         done = []
         while pending:

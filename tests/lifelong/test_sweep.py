@@ -191,3 +191,78 @@ def test_two_concurrent_sweeps_on_one_index_lose_no_rows(tmp_path):
     rows = RunIndex(tmp_path / "shared" / "index.sqlite").rows()
     assert len(rows) == 2 * 8 and {r["status"] for r in rows} == {"finished"}
     assert sorted({r["seed"] for r in rows}) == list(range(8))
+
+
+def test_the_local_backend_spreads_points_over_the_visible_gpus():
+    from lifelong.experiment.sweep import spread_over_gpus
+
+    configs = [{"device": "auto"}, {"device": "cpu"}, {"device": "cuda"}, {"device": "cuda:3"}]
+    configs.append({"device": "auto"})
+    assert spread_over_gpus(configs, 0) == configs  # no GPU: nothing changes
+    spread = [c["device"] for c in spread_over_gpus(configs, 2)]
+    assert spread == ["cuda:0", "cpu", "cuda:1", "cuda:3", "cuda:0"]
+
+
+class FakeRay:
+    """Stands in for Ray: records each remote's resources and runs the task in this process."""
+
+    def __init__(self, gpus):
+        self.gpus, self.requests = gpus, []
+
+    def is_initialized(self):
+        return True
+
+    def cluster_resources(self):
+        return {"CPU": 2.0, "GPU": float(self.gpus)}
+
+    def remote(self, **resources):
+        self.requests.append(resources)
+
+        def wrap(fn):
+            class Remote:
+                @staticmethod
+                def remote(*args):
+                    return FakeRef(fn(*args))
+
+            return Remote
+
+        return wrap
+
+    def wait(self, refs, num_returns):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref):
+        return ref.value
+
+
+class FakeRef:
+    def __init__(self, value):
+        self.value = value
+
+
+@pytest.mark.parametrize(
+    ("gpus", "device", "given", "requested"),
+    [
+        (2, "auto", None, 1.0),
+        (0, "auto", None, 0.0),
+        (2, "cpu", None, 0.0),
+        (1, "auto", 0.25, 0.25),
+    ],
+)
+def test_ray_points_request_gpus_by_flag_or_by_what_the_cluster_has(
+    tmp_path, monkeypatch, gpus, device, given, requested
+):
+    fake = FakeRay(gpus)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    sweep = tiny_sweep(tmp_path, strategies=["seq"])
+    sweep = dataclasses.replace(
+        sweep, base=sweep.base.replace(device="cpu" if device == "cpu" else "auto")
+    )
+    (result,) = run_sweep(sweep, backend="ray", gpus_per_run=given)
+    assert result.status == "finished"
+    assert fake.requests == [{"num_cpus": 1, "num_gpus": requested}]
+
+
+def test_a_negative_gpu_request_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="--gpus-per-run must be >= 0"):
+        run_sweep(tiny_sweep(tmp_path), gpus_per_run=-1)
