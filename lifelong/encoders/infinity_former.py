@@ -318,8 +318,10 @@ def sticky_positions(
     weights = torch.where(empty, torch.ones_like(weights), weights)
     weights = weights / weights.sum(1, keepdim=True)
     if random:
-        chosen = torch.multinomial(weights, samples, replacement=True, generator=generator)
-        jitter = torch.rand(b, samples, dtype=torch.float64, generator=generator)
+        on = generator.device if generator is not None else weights.device  # draws: its device
+        chosen = torch.multinomial(weights.to(on), samples, replacement=True, generator=generator)
+        chosen = chosen.to(histogram.device)  # (b, M)
+        jitter = torch.rand(b, samples, dtype=torch.float64, generator=generator, device=on)
         jitter = jitter.to(histogram.device)
         return ((chosen.double() + jitter) / bins).sort(dim=1).values.to(histogram.dtype)
     cdf = torch.cumsum(weights, dim=1)  # (b, D)

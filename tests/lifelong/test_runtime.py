@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from lifelong import registry
+from lifelong.encoders.factory import load_run_encoder
+from lifelong.encoders.names import MEMORY_FAMILIES
 from lifelong.experiment.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from lifelong.experiment.cli import build_parser, config_from_args
 from lifelong.experiment.config import ConfigError, from_dict, preflight
@@ -198,3 +200,16 @@ def test_strategy_context_defaults_to_fp32_on_the_cpu(task):
     context = StrategyContext(tiny_classifier(task=task), task)
     assert context.runtime == CPU
     assert dataclasses.asdict(context.runtime)["precision"] == "fp32"
+
+
+@CUDA
+@pytest.mark.parametrize("name", [*MEMORY_FAMILIES, "memoria-tiny"])
+def test_memory_augmented_encoders_train_on_cuda_in_bf16(name):
+    encoder = load_run_encoder(name, seed=0, segment_length=16).to("cuda").train()
+    ids = torch.randint(5, 1000, (2, 40), device="cuda")  # (b, t): three segments
+    mask = torch.ones_like(ids)
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        out = encoder(ids, mask)
+        out.pooled.float().sum().backward()
+    assert out.pooled.is_cuda and torch.isfinite(out.pooled).all()
+    assert any(p.grad is not None for p in encoder.parameters())
