@@ -141,6 +141,10 @@ class EpisodicWriter:
             stored and expanded into rows).
         write_prob: Probability of writing each example (1 = all of them, as in MbPA++).
         policy: Any other write policy (e.g. `DiversityWrite`); overrides ``write_prob``.
+        keyed: Whether examples are keyed. A strategy that only samples its memory (REPLAY,
+            A-GEM, OML-ER, ANML-ER, MAML-ER, MbPA++-rand) passes False: no key network is
+            copied and nothing is encoded on a write, as in Holla et al.'s ``cls_replay.py``,
+            whose memory stores examples without keys.
 
     """
 
@@ -150,19 +154,27 @@ class EpisodicWriter:
         write_prob: float = 1.0,
         *,
         policy: WritePolicy | None = None,
+        keyed: bool = True,
     ) -> None:
         self.task = context.task
-        self.key_encoder = KeyEncoder(context.model.encoder, position=self.task.key_position)
+        self.key_encoder: KeyEncoder | None = None
+        if keyed:
+            self.key_encoder = KeyEncoder(context.model.encoder, position=self.task.key_position)
         if policy is None:
             policy = WriteAll() if write_prob >= 1.0 else RandomWrite(write_prob)
         self.memory = EpisodicMemory(
-            self.key_encoder.dim, policy=policy, seed=context.seed, device=context.runtime.device
+            self.key_encoder.dim if self.key_encoder else 0,
+            policy=policy,
+            seed=context.seed,
+            device=context.runtime.device,
         )
         self.offered = 0  # stream examples offered to memory
         self.written = 0  # examples the policy wrote (overwrites included)
 
     def keys(self, examples: ExampleRecords) -> np.ndarray:
         """Memory keys of ``examples``, one per example, shape (n, key_dim)."""
+        if self.key_encoder is None:
+            raise ValueError("this writer keys nothing (keyed=False): its memory is only sampled")
         return self.key_encoder(self.task.key_rows(examples))
 
     def write(self, batch: Batch) -> np.ndarray:
@@ -170,7 +182,10 @@ class EpisodicWriter:
         if batch.examples is None:
             raise ValueError("only batches made by a task kind carry the examples memory stores")
         examples = batch.examples.only(self.task.stored_fields)
-        slots = self.memory.write(examples, lambda chosen: self.keys(examples.select(chosen)))
+        keys = None
+        if self.key_encoder is not None:
+            keys = lambda chosen: self.keys(examples.select(chosen))  # noqa: E731
+        slots = self.memory.write(examples, keys)
         self.offered += len(examples)
         self.written += len(slots)
         return slots
@@ -209,6 +224,8 @@ class SparseReplay:
         options: Replay rate.
         write_prob: Write probability (ignored with ``writer``).
         writer: A writer of one's own (e.g. with a diversity policy).
+        keyed: Whether the memory keys its examples (ignored with ``writer``): False for a
+            strategy that never searches it (see `EpisodicWriter`).
 
     """
 
@@ -219,10 +236,11 @@ class SparseReplay:
         write_prob: float = 1.0,
         *,
         writer: EpisodicWriter | None = None,
+        keyed: bool = True,
     ) -> None:
         self.schedule = ReplaySchedule.from_options(options)
         self.chunk = options.replay_chunk
-        self.writer = writer or EpisodicWriter(context, write_prob)
+        self.writer = writer or EpisodicWriter(context, write_prob, keyed=keyed)
         self.mode = getattr(options, "replay_mode", "mean")  # `ReplayLossOptions`
         self.batch_size = context.batch_size
         clip = getattr(options, "replay_grad_norm", None)  # `ReplayClipOptions`

@@ -84,7 +84,7 @@ class AGEM:
         self.options = options or AGEMOptions()
         self.model = context.model
         self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
-        self.replay = SparseReplay(context, self.options, self.options.write_prob)
+        self.replay = SparseReplay(context, self.options, self.options.write_prob, keyed=False)
         self.counts = Counters(projections=0)  # updates whose gradient was actually projected
         self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
 

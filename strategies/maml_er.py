@@ -85,7 +85,7 @@ class MAMLER:
         self.options = options = options or self.Options()
         self.model = context.model
         self.batch_size = context.batch_size
-        self.replay = SparseReplay(context, options, options.write_prob)
+        self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
         # cls_maml.py: AdamW with weight decay 0, i.e. Adam
         outer = torch.optim.Adam(self.weights().values(), lr=options.outer_lr or context.lr)
         self.trainer = Trainer(self.model, context.lr, options.max_grad_norm, optimizer=outer)

@@ -138,7 +138,8 @@ class MbPA:
         options = options or MbPAOptions()
         self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
         self.schedule = TaskSchedule.maybe(self.trainer, context.lr, options)
-        self.writer = EpisodicWriter(context, options.write_prob)
+        keyed = options.retrieval == "nearest"  # random retrieval never searches
+        self.writer = EpisodicWriter(context, options.write_prob, keyed=keyed)
         self.adapter = LocalAdapter(context.model, self.writer, options, seed=context.seed)
         self.parts = Components(
             trainer=self.trainer,

@@ -75,7 +75,9 @@ class MbPAPlusPlus:
         options = options or self.Options()
         self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
         self.schedule = TaskSchedule.maybe(self.trainer, context.lr, options)
-        self.replay = SparseReplay(context, options, options.write_prob)
+        self.replay = SparseReplay(
+            context, options, options.write_prob, keyed=options.retrieval == "nearest"
+        )
         self.adapter = LocalAdapter(context.model, self.replay.writer, options, seed=context.seed)
         retrieval = self.adapter.rng  # random retrieval's generator (mbpa++-rand)
         self.parts = Components(

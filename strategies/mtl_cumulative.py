@@ -53,13 +53,13 @@ class MTLCumulative:
         self.task, self.batch_size = context.task, context.batch_size
         self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
         self.rng = np.random.default_rng(context.seed)
-        self.seen = EpisodicMemory(1, seed=context.seed)  # every example; never searched
+        self.seen = EpisodicMemory(0, seed=context.seed)  # every example; never searched
         self.parts = Components(trainer=self.trainer, seen=self.seen, rng=self.rng)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Store the batch's examples; training happens in `on_task_end`."""
         examples = batch.examples.only(self.task.stored_fields)
-        self.seen.write(examples, np.zeros((len(examples), 1), np.float32))
+        self.seen.write(examples)
         return {}
 
     def on_task_end(self, task_index: int) -> None:

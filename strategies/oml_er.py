@@ -81,7 +81,7 @@ class OMLER:
         self.options = options = options or self.Options()
         self.model = context.model
         self.batch_size = context.batch_size
-        self.replay = SparseReplay(context, options, options.write_prob)
+        self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
         self.net = self._build_net(context)
         trainable = [p for p in self.net.parameters() if p.requires_grad]
         outer = torch.optim.Adam(trainable, lr=options.outer_lr or context.lr)

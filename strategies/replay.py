@@ -74,7 +74,7 @@ class Replay:
             options = dataclasses.replace(options, replay_grad_norm=clip)
         self.options = options
         self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
-        self.replay = SparseReplay(context, options, options.write_prob)
+        self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
         self.parts = Components(trainer=self.trainer, replay=self.replay)
 
     def observe(self, batch: Batch) -> dict[str, float]:

@@ -4,7 +4,10 @@ Keys are vectors from a frozen key network, one per example; values are whole ex
 compactly as named int32 fields (`ExampleRecords`: token ids, labels, candidates, answer spans;
 never pickled Python objects). Every count the strategies use (size, write rate, samples,
 neighbours) is a count of examples. Reads are uniform sampling (replay) and k-nearest neighbours
-under L2 distance (local adaptation).
+under L2 distance (local adaptation). A memory that is only ever sampled (REPLAY, A-GEM, the
+meta-learners) holds no keys (``key_dim=0``): Holla et al.'s ``cls_replay.py`` stores examples
+without encoding them, and encoding every stream example with a second BERT would cost a
+third of a replay run's training time for keys nobody reads.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ class EpisodicMemory:
     """A growable key-value episodic memory of whole examples with a FAISS index over its keys.
 
     Args:
-        key_dim: Width of the keys.
+        key_dim: Width of the keys; 0 for a memory that stores no keys and is only sampled
+            (`write` then takes ``keys=None`` and `nearest` raises).
         policy: Which examples to write (default: all).
         index: A FAISS ``index_factory`` string; ``"Flat"`` is exact L2 (the default),
             ``"HNSW32"`` an approximate graph index for large memories.
@@ -83,8 +87,10 @@ class EpisodicMemory:
         device: torch.device | str = "cpu",
         backend: Backend = "auto",
     ) -> None:
-        if key_dim < 1:
-            raise ValueError(f"key_dim must be >= 1, got {key_dim}")
+        if key_dim < 0:
+            raise ValueError(f"key_dim must be >= 0 (0: a memory without keys), got {key_dim}")
+        if key_dim == 0 and getattr(policy, "needs_keys", False):
+            raise ValueError(f"{type(policy).__name__} decides by the keys: key_dim must be >= 1")
         self.device = torch.device(device)
         self.backend = choose_backend(self.device, index, backend)
         self.key_dim = key_dim
@@ -113,12 +119,18 @@ class EpisodicMemory:
         return tuple(self._fields)
 
     # -- writing ---------------------------------------------------------------------------
-    def write(self, examples: ExampleRecords, keys: KeySource) -> np.ndarray:
+    @property
+    def keyed(self) -> bool:
+        """Whether the memory stores keys (and can be searched)."""
+        return self.key_dim > 0
+
+    def write(self, examples: ExampleRecords, keys: KeySource | None = None) -> np.ndarray:
         """Offer examples to memory; the write policy decides which are stored.
 
         Args:
             examples: The incoming examples, compactly (one record each).
-            keys: Keys (n, key_dim), or a function from chosen indices to their keys.
+            keys: Keys (n, key_dim), or a function from chosen indices to their keys; ``None``
+                for a memory without keys.
 
         Returns:
             The slots written, shape (m,).
@@ -137,6 +149,10 @@ class EpisodicMemory:
             plan = self.policy.plan(n, self._size, self.rng)
         if len(plan.indices) == 0:
             return plan.slots
+        if keys is None:
+            if self.keyed:
+                raise ValueError(f"a memory with keys of width {self.key_dim} needs keys to write")
+            keys = np.zeros((n, 0), np.float32)
         chosen_keys = keys(plan.indices) if callable(keys) else np.asarray(keys)[plan.indices]
         chosen_keys = np.ascontiguousarray(chosen_keys, dtype=np.float32)
         if chosen_keys.shape != (len(plan.indices), self.key_dim):
@@ -202,6 +218,8 @@ class EpisodicMemory:
             nearest first.
 
         """
+        if not self.keyed:
+            raise ValueError("this memory stores no keys (key_dim 0): it is sampled, not searched")
         if self._size == 0:
             raise ValueError("cannot search an empty memory")
         queries = np.ascontiguousarray(queries, dtype=np.float32)
@@ -312,7 +330,10 @@ class EpisodicMemory:
     def load_state_dict(self, state: bytes) -> None:
         """Restore this memory in place from what `state_dict` returned (it keeps its device)."""
         device, backend = self.device, self.backend
-        self.__dict__.update(EpisodicMemory.from_bytes(state, key_dim=self.key_dim).__dict__)
+        loaded = EpisodicMemory.from_bytes(state, key_dim=self.key_dim if self.keyed else None)
+        if not self.keyed:  # a checkpoint of a version that keyed this memory: drop the keys
+            loaded.key_dim, loaded._keys, loaded._index = 0, loaded._keys[:, :0].copy(), None
+        self.__dict__.update(loaded.__dict__)
         self.device, self.backend = device, backend
 
     def state(self) -> dict[str, Any]:

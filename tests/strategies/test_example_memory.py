@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lifelong import registry
+from lifelong.memory import KeyEncoder
 from lifelong.strategy import StrategyContext
 from lifelong.tasks import TaskSettings, build_task
 from streams import batches, fewrel_stream, hashed_bag_of_words, qa_stream
@@ -111,11 +112,32 @@ def test_keys_are_read_once_per_example(tokenizer, fewrel, qa):
         (relation_kind(tokenizer, fewrel), list(fewrel.tasks[0].train[:5])),
         (qa_kind(tokenizer), list(qa.tasks[0].train[:5])),
     ):
-        strategy = registry.build("replay", context(kind), {})
+        strategy = registry.build("mbpa++", context(kind), {})
         batch = kind(examples)
         assert len(batch) > 5
         keys = strategy.replay.writer.keys(batch.examples)
         assert keys.shape == (5, strategy.replay.writer.key_encoder.dim)
+
+
+@pytest.mark.parametrize("name", ["replay", "agem", "oml-er", "anml-er", "maml-er", "mbpa++"])
+def test_only_strategies_that_search_key_their_memory(name, tokenizer, fewrel, monkeypatch):
+    """A memory that is only sampled is written without running a key network (cls_replay.py)."""
+    kind = relation_kind(tokenizer, fewrel)
+    calls = []
+    real = KeyEncoder.__call__
+    monkeypatch.setattr(KeyEncoder, "__call__", lambda self, b: calls.append(1) or real(self, b))
+    options = MEMORY.get(name, {"support_batches": 1, "replay_every": 8, "replay_ratio": 0.5})
+    strategy = registry.build(name, context(kind), options)
+    feed(strategy, kind, fewrel.tasks[0].train[:12])
+    if hasattr(strategy, "on_eval_start"):
+        strategy.on_eval_start()
+    memory = strategy.replay.memory
+    assert len(memory) > 0
+    if name == "mbpa++":
+        assert memory.keyed and calls
+    else:
+        assert not memory.keyed and not calls
+        assert strategy.replay.writer.key_encoder is None  # no copy of the encoder either
 
 
 MEMORY = {

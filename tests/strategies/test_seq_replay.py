@@ -66,8 +66,10 @@ def test_replay_memory_holds_token_ids_and_labels(context, task):
     assert torch.equal(rebuilt.labels, batch.labels)
 
 
-def test_replay_keys_come_from_frozen_pretrained_encoder(context, task):
-    strategy = Replay(context, ReplayStrategyOptions(replay_every=100))
+def test_memory_keys_come_from_frozen_pretrained_encoder(context, task):
+    from lifelong import registry
+
+    strategy = registry.build("mbpa++", context, {"replay_every": 100})  # keys: it searches
     batch = first_batch(task, toy_stream())
     keys_before = strategy.replay.writer.keys(batch.examples)
     for _ in range(3):

@@ -194,3 +194,37 @@ def test_memory_holds_exactly_what_its_plans_wrote(capacity, batches):
         assert memory.keys[slot].tolist() == [label] * 3
     distances, nearest = memory.nearest(memory.keys.copy(), 1)
     assert np.allclose(distances[:, 0], 0)
+
+
+def test_a_memory_without_keys_is_written_sampled_and_saved_but_not_searched(tmp_path):
+    rng = np.random.default_rng(0)
+    memory = EpisodicMemory(0, seed=0)
+    tokens, labels = rows(20, rng), rng.integers(0, 5, size=20)
+    slots = write(memory, tokens, labels, None)
+    assert len(memory) == 20 and not memory.keyed and slots.tolist() == list(range(20))
+    assert len(memory.sample(5)) == 5
+    with pytest.raises(ValueError, match="stores no keys"):
+        memory.nearest(np.zeros((1, 0), np.float32), 1)
+    memory.save(tmp_path / "m.npz")
+    loaded = EpisodicMemory.load(tmp_path / "m.npz", key_dim=0)
+    assert len(loaded) == 20 and loaded.get(np.array([7])).examples["tokens"][0].tolist() == (
+        tokens[7].tolist()
+    )
+
+
+def test_a_keyed_memory_refuses_a_write_without_keys_and_diversity_needs_keys():
+    from lifelong.memory import DiversityWrite
+
+    with pytest.raises(ValueError, match="needs keys"):
+        write(EpisodicMemory(4), rows(2, np.random.default_rng(0)), [0, 1], None)
+    with pytest.raises(ValueError, match="decides by the keys"):
+        EpisodicMemory(0, policy=DiversityWrite(rate=0.5))
+
+
+def test_a_keyed_checkpoint_loads_into_a_memory_without_keys():
+    """A checkpoint of a version whose REPLAY keyed its memory resumes: the keys are dropped."""
+    keyed, tokens, _, _ = filled(n=10, d=8)
+    unkeyed = EpisodicMemory(0)
+    unkeyed.load_state_dict(keyed.state_dict())
+    assert len(unkeyed) == 10 and not unkeyed.keyed and unkeyed.keys.shape == (10, 0)
+    assert unkeyed.get(np.array([3])).examples["tokens"][0].tolist() == tokens[3].tolist()
