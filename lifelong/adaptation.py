@@ -58,6 +58,7 @@ def local_adapt(
     anchor: Params | None = None,
     first_order: bool = False,
     gradient: Callable[[Params], Params] | None = None,
+    loss_scale: float = 1.0,
 ) -> Params:
     """Take ``steps`` SGD steps on ``loss_fn(W~) + l2 * ||W~ − anchor||²`` from ``params``.
 
@@ -85,14 +86,18 @@ def local_adapt(
         anchor: Weights of the L2 pull (default: ``params``, detached).
         first_order: Detach the inner gradients from the graph (first-order meta-gradient).
         gradient: Computes d loss / d W~ instead of ``torch.func.grad(loss_fn)`` (e.g.
-            `summed_gradient` over chunks of a large neighbour pool); ``loss_fn`` is then unused.
+            `summed_gradient` over chunks of a large neighbour pool); ``loss_fn`` is then unused
+            and ``gradient`` does its own loss scaling.
+        loss_scale: Differentiate ``loss_scale · loss`` and divide the gradient by it: the
+            static scale of fp16 inner loops (`lifelong.runtime.Runtime.inner_loss_scale`);
+            1 (no scaling) in fp32 and bf16.
 
     Returns:
         The adapted weights W_x, same keys as ``params``.
 
     """
     anchor = {k: v.detach() for k, v in (anchor or params).items()}
-    step = gradient or grad(loss_fn)
+    step = gradient or _scaled_grad(loss_fn, loss_scale)
     buffer: Params | None = None  # the momentum buffer b_t (torch.optim.SGD's momentum_buffer)
     for _ in range(steps):
         grads = step(params)
@@ -108,19 +113,31 @@ def local_adapt(
     return params
 
 
+def _scaled_grad(
+    loss_fn: Callable[[Params], torch.Tensor], loss_scale: float
+) -> Callable[[Params], Params]:
+    """``torch.func.grad(loss_fn)``, computed on ``loss_scale · loss`` and divided back."""
+    if loss_scale == 1.0:
+        return grad(loss_fn)
+    scaled = grad(lambda p: loss_fn(p) * loss_scale)
+    return lambda p: {k: g / loss_scale for k, g in scaled(p).items()}
+
+
 def summed_gradient(
-    losses: Sequence[Callable[[Params], torch.Tensor]], weights: Sequence[float]
+    losses: Sequence[Callable[[Params], torch.Tensor]],
+    weights: Sequence[float],
+    loss_scale: float = 1.0,
 ) -> Callable[[Params], Params]:
     """The gradient of Σ_i w_i · loss_i, one loss (one chunk of examples) at a time.
 
     Holds only one chunk's graph in memory, so `local_adapt` can take full-batch steps on a
-    neighbour pool of any size.
+    neighbour pool of any size. ``loss_scale`` as in `local_adapt`.
     """
 
     def gradient(params: Params) -> Params:
         total = {k: torch.zeros_like(v) for k, v in params.items()}
         for loss, weight in zip(losses, weights, strict=True):
-            for k, g in grad(loss)(params).items():
+            for k, g in _scaled_grad(loss, loss_scale)(params).items():
                 total[k] = total[k] + weight * g
         return total
 
@@ -289,13 +306,21 @@ class LocalAdapter:
         writer: The episodic memory (and key network) to retrieve from.
         options: K, L, λ, step size, momentum, scope, path and retrieval.
         seed: Seed of random retrieval.
+        loss_scale: The static loss scale of the adaptation steps (`local_adapt`): the
+            trainer's ``inner_loss_scale`` (fp16's, or 1).
 
     """
 
     def __init__(
-        self, model: Classifier, writer: EpisodicWriter, options: AdaptationOptions, seed: int = 0
+        self,
+        model: Classifier,
+        writer: EpisodicWriter,
+        options: AdaptationOptions,
+        seed: int = 0,
+        loss_scale: float = 1.0,
     ) -> None:
         self.model = model
+        self.loss_scale = loss_scale
         self.writer = writer
         self.options = options
         self.scope = parse_scope(options.adapt_scope, model.encoder.num_layers)
@@ -331,7 +356,13 @@ class LocalAdapter:
 
     def _adapt_kwargs(self) -> dict[str, Any]:
         o = self.options
-        return {"steps": o.steps, "lr": o.adapt_lr, "l2": o.l2, "momentum": o.momentum}
+        return {
+            "steps": o.steps,
+            "lr": o.adapt_lr,
+            "l2": o.l2,
+            "momentum": o.momentum,
+            "loss_scale": self.loss_scale,
+        }
 
     # -- the paper's procedure ---------------------------------------------------------------
     def reference_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:

@@ -111,6 +111,7 @@ def adapt_head(
     batches: Sequence[tuple[EncoderOutput, Batch]],
     lr: float,
     criterion: Criterion,
+    loss_scale: float = 1.0,
 ) -> Params:
     """One SGD step on the head per (encoder output, batch) pair, in order.
 
@@ -124,6 +125,7 @@ def adapt_head(
         batches: The encoder's output on each support batch, with the batch (labels, groups).
         lr: α, the inner SGD step.
         criterion: The task's loss from logits and their batch.
+        loss_scale: The static loss scale of the steps (`local_adapt`; fp16's, or 1).
 
     """
     for encoded, batch in batches:
@@ -131,7 +133,9 @@ def adapt_head(
         def loss(q: Params, encoded: EncoderOutput = encoded, batch: Batch = batch):
             return criterion(functional_call(head, q, (encoded,)), batch)
 
-        params = local_adapt(loss, params, steps=1, lr=lr, l2=0.0, first_order=True)
+        params = local_adapt(
+            loss, params, steps=1, lr=lr, l2=0.0, first_order=True, loss_scale=loss_scale
+        )
     return params
 
 
@@ -143,19 +147,23 @@ def adapt_per_batch(
     criterion: Criterion,
     *,
     first_order: bool = True,
+    loss_scale: float = 1.0,
 ) -> Params:
     """One SGD step on ``params`` of ``module`` per batch, in order (a meta inner loop).
 
     ``module`` is run on each batch's inputs with ``params`` swapped in (the others its own);
     pure like `local_adapt`. First order: the inner gradients are constants; otherwise the
-    result stays differentiable through them (second-order MAML).
+    result stays differentiable through them (second-order MAML). ``loss_scale`` as in
+    `local_adapt`.
     """
     for batch in batches:
 
         def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
             return criterion(functional_call(module, q, batch.inputs()), batch)
 
-        params = local_adapt(loss, params, steps=1, lr=lr, l2=0.0, first_order=first_order)
+        params = local_adapt(
+            loss, params, steps=1, lr=lr, l2=0.0, first_order=first_order, loss_scale=loss_scale
+        )
     return params
 
 

@@ -296,6 +296,7 @@ class SparseReplay:
             batches,
             max_grad_norm=self.grad_norm,
             scale=self.loss_scale(len(slots)),
+            scaler=trainer.scaler,
         )
 
     def report(self) -> dict[str, float]:

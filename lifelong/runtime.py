@@ -2,16 +2,25 @@
 
 Nothing below the run config chooses a device or a dtype (DESIGN §4). The run resolves
 ``device`` (``auto``, ``cpu``, ``cuda`` or ``cuda:N``) and ``precision`` (``auto``, ``fp32``,
-``bf16``) into a `Runtime`; the model is moved there, every batch the task kind makes lands
-there (`on_device`), and the learner runs training and evaluation inside `Runtime.autocast`.
-Strategies never name a device: they create tensors next to the tensors they already have.
+``bf16``, ``fp16``) into a `Runtime`; the model is moved there, every batch the task kind
+makes lands there (`on_device`), and the learner runs training and evaluation inside
+`Runtime.autocast`. Strategies never name a device: they create tensors next to the tensors
+they already have.
 
 Precision follows PyTorch's automatic mixed precision (``torch.autocast``): weights and
 optimiser state stay fp32; matmuls and attention run in bf16 where autocast allows it, and
 losses, softmaxes and norms stay fp32. ``auto`` is bf16 on a CUDA device that supports it
 (compute capability 8.0 and up: A100, H100, H200) and fp32 everywhere else. bf16 keeps fp32's
-exponent range, so no loss scaling is needed (fp16 would need a gradient scaler in every
-optimiser step and is not offered yet).
+exponent range, so no loss scaling is needed.
+
+fp16 (for GPUs without bf16, e.g. V100 and T4) has a narrow exponent range, so gradients are
+loss-scaled: every optimiser update goes through a dynamic ``torch.amp.GradScaler`` (one per
+`lifelong.training.Trainer`: scale the loss, unscale before clipping, skip the step and
+halve the scale when a gradient overflows). Inner loops (local adaptation, the meta-learners'
+inner steps) take their gradients with ``torch.func.grad``, often inside ``vmap``, where a
+step cannot be skipped; they scale their loss by the static `Runtime.inner_loss_scale`
+(2^10 in fp16, 1 otherwise) and divide the gradient by it, which lifts small fp16 activation
+gradients out of the underflow range.
 """
 
 from __future__ import annotations
@@ -30,8 +39,8 @@ if TYPE_CHECKING:
     from lifelong.tasks import TaskKind
     from streams.core import Example
 
-Precision = Literal["fp32", "bf16"]
-PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
+Precision = Literal["fp32", "bf16", "fp16"]
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
 """What the ``precision`` key accepts (``auto``: bf16 on a bf16-capable CUDA device, else fp32)."""
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
@@ -96,7 +105,8 @@ class Runtime:
 
     Attributes:
         device: Where the model, every batch and every adaptation run.
-        precision: ``fp32``, or ``bf16`` autocast (weights and optimiser state stay fp32).
+        precision: ``fp32``, or ``bf16`` or ``fp16`` autocast (weights and optimiser state
+            stay fp32; fp16 gradients are loss-scaled).
 
     """
 
@@ -112,7 +122,26 @@ class Runtime:
     @property
     def dtype(self) -> torch.dtype | None:
         """The autocast dtype (``None`` in fp32)."""
-        return torch.bfloat16 if self.precision == "bf16" else None
+        return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+
+    def grad_scaler(self) -> torch.amp.GradScaler:
+        """A new dynamic loss scaler for one optimiser: active in fp16, a pass-through otherwise.
+
+        A disabled ``GradScaler`` returns the loss unscaled and steps the optimiser plainly, so
+        the same update code serves every precision.
+        """
+        return torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
+
+    @property
+    def inner_loss_scale(self) -> float:
+        """The static loss scale of inner-loop gradients: 2^10 in fp16, 1 otherwise.
+
+        Inner loops cannot skip a step the way `grad_scaler` does (they run inside ``vmap``),
+        so the scale is fixed: large enough to lift fp16 activation gradients of 1e-7 above
+        fp16's smallest normal number (6e-5), small enough that gradients up to 64 do not
+        overflow fp16's 65,504.
+        """
+        return 1024.0 if self.precision == "fp16" else 1.0
 
     def autocast(self) -> AbstractContextManager[Any]:
         """A context in which forward passes run in the run's precision (a no-op in fp32)."""

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from lifelong.model import Batch, Classifier
+from lifelong.runtime import CPU, Runtime
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
@@ -25,12 +26,19 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.0) -> to
     return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
 
 
-def accumulate(model: Classifier, batches: Batch | Sequence[Batch], *, scale: float = 1.0) -> float:
+def accumulate(
+    model: Classifier,
+    batches: Batch | Sequence[Batch],
+    *,
+    scale: float = 1.0,
+    scaler: torch.amp.GradScaler | None = None,
+) -> float:
     """Back-propagate the loss of chunks of one large batch; return its mean.
 
     Each chunk's mean loss is weighted by its share of the loss's units, so the gradients equal
     those of a single batch holding every chunk; ``scale`` multiplies the loss that is
-    back-propagated (e.g. a sum over mini-batches), not the mean returned.
+    back-propagated (e.g. a sum over mini-batches), not the mean returned. With an active
+    ``scaler`` (fp16) the gradients are left multiplied by its scale, for ``scaler.unscale_``.
     """
     chunks = [batches] if isinstance(batches, Batch) else list(batches)
     sizes = [model.loss_units(c) for c in chunks]
@@ -38,7 +46,8 @@ def accumulate(model: Classifier, batches: Batch | Sequence[Batch], *, scale: fl
     loss_sum = 0.0
     for chunk, size in zip(chunks, sizes):
         loss = model.loss(chunk) * (size / total)
-        (loss * scale).backward()
+        scaled = loss * scale
+        (scaler.scale(scaled) if scaler is not None else scaled).backward()
         loss_sum += float(loss.detach())
     return loss_sum
 
@@ -49,6 +58,27 @@ def clip(parameters: nn.Module, max_grad_norm: float | None) -> None:
         nn.utils.clip_grad_norm_(parameters.parameters(), max_grad_norm)
 
 
+def apply_update(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    max_grad_norm: float | None,
+    scaler: torch.amp.GradScaler | None = None,
+) -> None:
+    """Clip the gradients in ``.grad`` and step: through ``scaler`` when one is given.
+
+    An active scaler (fp16) unscales the gradients before the clip, skips the step when one
+    overflowed and updates its scale; a disabled one steps plainly.
+    """
+    if scaler is None:
+        clip(model, max_grad_norm)
+        optimizer.step()
+        return
+    scaler.unscale_(optimizer)
+    clip(model, max_grad_norm)
+    scaler.step(optimizer)
+    scaler.update()
+
+
 def train_step(
     model: Classifier,
     optimizer: torch.optim.Optimizer,
@@ -56,6 +86,7 @@ def train_step(
     *,
     max_grad_norm: float | None = 1.0,
     scale: float = 1.0,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> float:
     """One optimiser update on one batch, or on several accumulated as a single batch.
 
@@ -66,6 +97,7 @@ def train_step(
             loss units, so the update equals that of a single batch holding them all.
         max_grad_norm: Gradient-norm clip (``None`` or 0 to disable).
         scale: Factor on the back-propagated loss (see `accumulate`).
+        scaler: The loss scaler of fp16 training (`Runtime.grad_scaler`), if any.
 
     Returns:
         The mean loss.
@@ -73,9 +105,8 @@ def train_step(
     """
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    loss = accumulate(model, batches, scale=scale)
-    clip(model, max_grad_norm)
-    optimizer.step()
+    loss = accumulate(model, batches, scale=scale, scaler=scaler)
+    apply_update(model, optimizer, max_grad_norm, scaler)
     return loss
 
 
@@ -87,6 +118,9 @@ class Trainer:
         lr: Learning rate of a new AdamW optimiser (`make_optimizer`).
         max_grad_norm: Gradient-norm clip of every update (``None`` or 0: none).
         optimizer: An optimiser of one's own instead (e.g. OML-ER's outer Adam).
+        runtime: The run's precision: in fp16 every update is loss-scaled by the trainer's own
+            dynamic ``GradScaler`` (`Runtime.grad_scaler`), and inner loops scale their losses
+            by `inner_loss_scale`.
 
     """
 
@@ -96,32 +130,49 @@ class Trainer:
         lr: float,
         max_grad_norm: float | None = 1.0,
         optimizer: torch.optim.Optimizer | None = None,
+        runtime: Runtime = CPU,
     ) -> None:
         self.model = model
         self.optimizer = optimizer or make_optimizer(model, lr)
         self.max_grad_norm = max_grad_norm
+        self.scaler = runtime.grad_scaler()
+        self.inner_loss_scale = runtime.inner_loss_scale
 
     def step(self, batches: Batch | Sequence[Batch]) -> float:
         """One clipped update on a batch (or chunks of one); returns the mean loss."""
-        return train_step(self.model, self.optimizer, batches, max_grad_norm=self.max_grad_norm)
+        return train_step(
+            self.model,
+            self.optimizer,
+            batches,
+            max_grad_norm=self.max_grad_norm,
+            scaler=self.scaler,
+        )
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Back-propagate ``loss`` into ``.grad`` (multiplied by the loss scale in fp16)."""
+        self.scaler.scale(loss).backward()
 
     def apply(self) -> None:
-        """Clip the gradients already in ``.grad`` and take the optimiser step."""
-        clip(self.model, self.max_grad_norm)
-        self.optimizer.step()
+        """Clip the gradients already in ``.grad`` (from `backward`) and take the step."""
+        apply_update(self.model, self.optimizer, self.max_grad_norm, self.scaler)
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """Row scores of the model in evaluation mode (`predict_scores`)."""
         return predict_scores(self.model, batch)
 
     def state_dict(self) -> dict[str, dict]:
-        """Weights and optimiser state."""
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        """Weights, optimiser state and (in fp16) the loss scaler's state."""
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        if self.scaler.is_enabled():
+            state["scaler"] = self.scaler.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, dict]) -> None:
-        """Restore what `state_dict` returned."""
+        """Restore what `state_dict` returned (a scaler state only matters in fp16)."""
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        if self.scaler.is_enabled() and "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
 
 
 @contextmanager

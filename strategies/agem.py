@@ -48,12 +48,19 @@ def project_gradient(g: torch.Tensor, g_ref: torch.Tensor) -> torch.Tensor:
     return g - (torch.dot(g, r) / torch.dot(r, r)) * r
 
 
-def flat_gradient(model: Classifier, batches: list[Batch]) -> torch.Tensor:
-    """The gradient of the mean loss over ``batches`` as one flat vector (model in train mode)."""
+def flat_gradient(
+    model: Classifier, batches: list[Batch], scaler: torch.amp.GradScaler | None = None
+) -> torch.Tensor:
+    """The gradient of the mean loss over ``batches`` as one flat vector (model in train mode).
+
+    With an active ``scaler`` (fp16) the gradient is left multiplied by its scale: the
+    projection is linear in g and invariant to scaling g_ref, so projecting scaled gradients
+    and unscaling afterwards (`Trainer.apply`) is the same update.
+    """
     params = [p for p in model.parameters() if p.requires_grad]
     model.train()
     model.zero_grad(set_to_none=True)
-    accumulate(model, batches)
+    accumulate(model, batches, scaler=scaler)
     return torch.cat(
         [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
     )
@@ -83,17 +90,20 @@ class AGEM:
     def __init__(self, context: StrategyContext, options: AGEMOptions | None = None) -> None:
         self.options = options or AGEMOptions()
         self.model = context.model
-        self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
+        )
         self.replay = SparseReplay(context, self.options, self.options.write_prob, keyed=False)
         self.counts = Counters(projections=0)  # updates whose gradient was actually projected
         self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One (possibly projected) update on the batch, then write it to memory."""
-        g = flat_gradient(self.model, [batch])
+        scaler = self.trainer.scaler
+        g = flat_gradient(self.model, [batch], scaler)
         due = self.replay.due(batch) > 0
         if len(self.replay.memory) and (self.options.project == "every_step" or due):
-            g_ref = flat_gradient(self.model, self._reference_batches())
+            g_ref = flat_gradient(self.model, self._reference_batches(), scaler)
             projected = project_gradient(g, g_ref)
             self.counts.projections += int(projected is not g)
             g = projected

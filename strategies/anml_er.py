@@ -122,4 +122,11 @@ class ANMLER(OMLER):
             if name.startswith("classifier.") and p.requires_grad
         }
         criterion = self.model.criterion
-        return adapt_per_batch(self.net, params, support, self.options.inner_lr, criterion)
+        return adapt_per_batch(
+            self.net,
+            params,
+            support,
+            self.options.inner_lr,
+            criterion,
+            loss_scale=self.trainer.inner_loss_scale,
+        )

@@ -77,7 +77,9 @@ class EWC:
     def __init__(self, context: StrategyContext, options: EWCOptions | None = None) -> None:
         self.options = options or EWCOptions()
         self.model, self.task = context.model, context.task
-        self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
+        )
         self.state = FisherState()
         # a reservoir of this task's examples; sampled uniformly only: a 1-d dummy key will do
         self.sample = EpisodicMemory(
@@ -108,7 +110,7 @@ class EWC:
         self.trainer.optimizer.zero_grad(set_to_none=True)
         ce = self.model.loss(batch)
         penalty = self.penalty()
-        (ce + penalty).backward()
+        self.trainer.backward(ce + penalty)
         self.trainer.apply()
         examples = batch.examples.only(self.task.stored_fields)
         self.sample.write(examples, np.zeros((len(examples), 1), np.float32))
@@ -121,10 +123,11 @@ class EWC:
         for slot in range(len(self.sample)):
             example = self.task.rows(self.sample.get(np.array([slot])).examples)
             self.model.zero_grad(set_to_none=True)
-            self.model.loss(example).backward()
+            s = self.trainer.inner_loss_scale  # 1, or fp16's static scale against underflow
+            (self.model.loss(example) * s).backward()
             for n, p in self._named().items():
                 if p.grad is not None:
-                    fisher[n] += p.grad.detach() ** 2
+                    fisher[n] += (p.grad.detach() / s) ** 2
         self.model.zero_grad(set_to_none=True)
         return {n: f / max(1, len(self.sample)) for n, f in fisher.items()}
 

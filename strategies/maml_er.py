@@ -88,7 +88,9 @@ class MAMLER:
         self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
         # cls_maml.py: AdamW with weight decay 0, i.e. Adam
         outer = torch.optim.Adam(self.weights().values(), lr=options.outer_lr or context.lr)
-        self.trainer = Trainer(self.model, context.lr, options.max_grad_norm, optimizer=outer)
+        self.trainer = Trainer(
+            self.model, context.lr, options.max_grad_norm, optimizer=outer, runtime=context.runtime
+        )
         self.buffer = EpisodeBuffer(
             options.support_batches,
             self.replay.schedule.episodes_between_replays(
@@ -117,7 +119,15 @@ class MAMLER:
         differentiable through them with respect to ``params`` (second-order MAML).
         """
         lr, criterion = self.options.inner_lr, self.model.criterion
-        return adapt_per_batch(self.model, params, batches, lr, criterion, first_order=first_order)
+        return adapt_per_batch(
+            self.model,
+            params,
+            batches,
+            lr,
+            criterion,
+            first_order=first_order,
+            loss_scale=self.trainer.inner_loss_scale,
+        )
 
     def inner_loop(self, support: Sequence[Batch]) -> Params:
         """W' after one SGD step per support batch on every trainable weight.
@@ -170,7 +180,7 @@ class MAMLER:
         for chunk, size in zip(query, sizes):
             logits = functional_call(self.model, at, chunk.inputs())
             loss = self.model.criterion(logits, chunk) * (size / total)
-            (loss * scale).backward()
+            self.trainer.backward(loss * scale)  # fp16: scaled, unscaled in `Trainer.apply`
             loss_sum += float(loss.detach())
         grads = {k: v.grad for k, v in at.items() if v.grad is not None}
         if self.options.first_order:  # FOMAML: the gradient at W' is W's

@@ -136,11 +136,19 @@ class MbPA:
 
     def __init__(self, context: StrategyContext, options: MbPAOptions | None = None) -> None:
         options = options or MbPAOptions()
-        self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
+        )
         self.schedule = TaskSchedule.maybe(self.trainer, context.lr, options)
         keyed = options.retrieval == "nearest"  # random retrieval never searches
         self.writer = EpisodicWriter(context, options.write_prob, keyed=keyed)
-        self.adapter = LocalAdapter(context.model, self.writer, options, seed=context.seed)
+        self.adapter = LocalAdapter(
+            context.model,
+            self.writer,
+            options,
+            seed=context.seed,
+            loss_scale=self.trainer.inner_loss_scale,
+        )
         self.parts = Components(
             trainer=self.trainer,
             writer=self.writer,

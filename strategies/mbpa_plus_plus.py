@@ -73,12 +73,20 @@ class MbPAPlusPlus:
         self, context: StrategyContext, options: MbPAPlusPlusOptions | None = None
     ) -> None:
         options = options or self.Options()
-        self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
+        )
         self.schedule = TaskSchedule.maybe(self.trainer, context.lr, options)
         self.replay = SparseReplay(
             context, options, options.write_prob, keyed=options.retrieval == "nearest"
         )
-        self.adapter = LocalAdapter(context.model, self.replay.writer, options, seed=context.seed)
+        self.adapter = LocalAdapter(
+            context.model,
+            self.replay.writer,
+            options,
+            seed=context.seed,
+            loss_scale=self.trainer.inner_loss_scale,
+        )
         retrieval = self.adapter.rng  # random retrieval's generator (mbpa++-rand)
         self.parts = Components(
             trainer=self.trainer,

@@ -120,7 +120,9 @@ class MetaMbPA:
     def __init__(self, context: StrategyContext, options: MetaMbPAOptions | None = None) -> None:
         self.options = options = options or self.Options()
         self.model, self.task = context.model, context.task
-        self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
+        )
         policy = DiversityWrite(rate=options.write_rate, beta=options.beta, rule=options.write_rule)
         self.replay = SparseReplay(context, options, writer=EpisodicWriter(context, policy=policy))
         layers = self.model.encoder.num_layers
@@ -162,7 +164,7 @@ class MetaMbPA:
         neighbours = self.neighbours(batch, own_slots)
         if self.meta_scope.name == "head":
             loss = self.head_meta_loss(batch, neighbours)
-            loss.backward()
+            self.trainer.backward(loss)
             total = float(loss.detach())
         else:
             total = 0.0
@@ -170,7 +172,7 @@ class MetaMbPA:
             with self._double_backward():
                 for i in range(n):
                     loss = self.meta_loss(batch.examples_at([i]), neighbours[i]) / n
-                    loss.backward()  # one example's graph at a time
+                    self.trainer.backward(loss)  # one example's graph at a time
                     total += float(loss.detach())
         self.trainer.apply()
         return total
@@ -210,7 +212,13 @@ class MetaMbPA:
         }
         alpha = self.options.meta_lr or self.current_lr()
         adapted = local_adapt(
-            la_loss, params, steps=1, lr=alpha, l2=0.0, first_order=self.options.first_order
+            la_loss,
+            params,
+            steps=1,
+            lr=alpha,
+            l2=0.0,
+            first_order=self.options.first_order,
+            loss_scale=self.trainer.inner_loss_scale,
         )
         logits = functional_call(self.model, adapted, example.inputs())
         return self.model.criterion(logits, example)
@@ -246,7 +254,13 @@ class MetaMbPA:
                 return criterion(functional_call(head, q, (features.rows(rows),)), near)
 
             adapted = local_adapt(
-                la_loss, params, steps=1, lr=alpha, l2=0.0, first_order=self.options.first_order
+                la_loss,
+                params,
+                steps=1,
+                lr=alpha,
+                l2=0.0,
+                first_order=self.options.first_order,
+                loss_scale=self.trainer.inner_loss_scale,
             )
             own = torch.as_tensor(batch.example_rows(i), device=batch.input_ids.device)
             logits = functional_call(head, adapted, (inputs.rows(own),))
@@ -361,7 +375,7 @@ class MetaMbPA:
             lr=o.adapt_lr,
             l2=o.l2,
             momentum=o.momentum,
-            gradient=summed_gradient(losses, chunk_weights),
+            gradient=summed_gradient(losses, chunk_weights, self.trainer.inner_loss_scale),
         )
         self.counts.coarse_adaptations += 1
         return {k: v.detach() for k, v in adapted.items()}

@@ -55,7 +55,9 @@ class MTL:
     def __init__(self, context: StrategyContext, options: MTLOptions | None = None) -> None:
         self.options = options or MTLOptions()
         self.task, self.seed = context.task, context.seed
-        self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
+        )
         self.counts = Counters(taken=0)  # examples of the joint shuffle trained on so far
         self.pool: ExampleRecords | None = None
         self.order = np.zeros(0, dtype=np.int64)

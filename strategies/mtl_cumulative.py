@@ -51,7 +51,9 @@ class MTLCumulative:
     ) -> None:
         self.options = options or MTLCumulativeOptions()
         self.task, self.batch_size = context.task, context.batch_size
-        self.trainer = Trainer(context.model, context.lr, self.options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
+        )
         self.rng = np.random.default_rng(context.seed)
         self.seen = EpisodicMemory(0, seed=context.seed)  # every example; never searched
         self.parts = Components(trainer=self.trainer, seen=self.seen, rng=self.rng)

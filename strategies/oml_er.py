@@ -85,7 +85,9 @@ class OMLER:
         self.net = self._build_net(context)
         trainable = [p for p in self.net.parameters() if p.requires_grad]
         outer = torch.optim.Adam(trainable, lr=options.outer_lr or context.lr)
-        self.trainer = Trainer(self.net, context.lr, options.max_grad_norm, optimizer=outer)
+        self.trainer = Trainer(
+            self.net, context.lr, options.max_grad_norm, optimizer=outer, runtime=context.runtime
+        )
         self.buffer = EpisodeBuffer(
             options.support_batches,
             self.replay.schedule.episodes_between_replays(
@@ -124,7 +126,9 @@ class OMLER:
         params = dict(self.head.named_parameters())
         batches = [(self.features(b), b) for b in support]
         lr, criterion = self.options.inner_lr, self.model.criterion
-        adapted = adapt_head(self.head, params, batches, lr, criterion)
+        adapted = adapt_head(
+            self.head, params, batches, lr, criterion, self.trainer.inner_loss_scale
+        )
         return {self.head_prefix + k: v for k, v in adapted.items()}
 
     def logits(self, params: Params, batch: Batch) -> torch.Tensor:
@@ -150,7 +154,8 @@ class OMLER:
         adapted = self.inner_loop(episode.support)
         loss = self.model.criterion(self.logits(adapted, query), query)
         self.trainer.optimizer.zero_grad(set_to_none=True)
-        (loss * scale).backward()  # first-order: d adapted / d W = I: W gets the gradient at W'
+        # first-order: d adapted / d W = I: W gets the gradient at W'
+        self.trainer.backward(loss * scale)
         self.trainer.apply()
         for stream_batch in episode.stream_batches:
             self.replay.write(stream_batch)

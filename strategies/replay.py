@@ -73,7 +73,9 @@ class Replay:
             clip = paper_replay_clip(context.task.name)
             options = dataclasses.replace(options, replay_grad_norm=clip)
         self.options = options
-        self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
+        )
         self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
         self.parts = Components(trainer=self.trainer, replay=self.replay)
 

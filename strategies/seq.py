@@ -36,7 +36,9 @@ class Seq:
 
     def __init__(self, context: StrategyContext, options: SeqOptions | None = None) -> None:
         options = options or SeqOptions()
-        self.trainer = Trainer(context.model, context.lr, options.max_grad_norm)
+        self.trainer = Trainer(
+            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
+        )
         self.parts = Components(trainer=self.trainer)
 
     def observe(self, batch: Batch) -> dict[str, float]:

@@ -33,17 +33,20 @@ from lifelong.experiment.runs import build_model
 from lifelong.model import Batch
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
-from strategies.replay import Replay, ReplayStrategyOptions
+from strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
 from streams import batches, text_classification_stream
 
 
-def train(seed: int) -> tuple[Replay, object, object]:
-    """MiniLM after one sparse-replay pass over the sample (order i); memory holds everything."""
+def train(seed: int) -> tuple[MbPAPlusPlus, object, object]:
+    """MiniLM after MbPA++'s sparse-replay pass over the sample (order i); memory holds all.
+
+    MbPA++ (not REPLAY, whose memory stores no keys) so that the memory is keyed for search.
+    """
     config = RunConfig(encoder="minilm", lr=1e-4, batch_size=16, seed=seed)
     stream = text_classification_stream("i")
     model, task = build_model(config, stream)
     context = StrategyContext(model, task, lr=config.lr, seed=seed)
-    strategy = Replay(context, ReplayStrategyOptions(replay_every=100, replay_ratio=0.3))
+    strategy = MbPAPlusPlus(context, MbPAPlusPlusOptions(replay_every=100, replay_ratio=0.3))
     for i, part in enumerate(stream):
         for chunk in batches(part.train, config.batch_size, shuffle=True, seed=seed + i):
             strategy.observe(task(chunk))

@@ -141,8 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--precision",
-        choices=["auto", "fp32", "bf16"],
-        help="auto (bf16 on a bf16-capable GPU, else fp32), fp32 or bf16 autocast",
+        choices=["auto", "fp32", "bf16", "fp16"],
+        help="auto (bf16 on a bf16-capable GPU, else fp32), fp32, bf16 autocast, or fp16 "
+        "autocast with loss scaling",
     )
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
 

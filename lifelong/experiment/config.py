@@ -100,8 +100,9 @@ class RunConfig:
     # where the run computes: "auto" (CUDA device 0 when one is visible, else the CPU), "cpu",
     # "cuda" or "cuda:N" (lifelong.runtime); a checkpoint resumes on any device
     device: str = "auto"
-    # "auto": bf16 autocast on a bf16-capable CUDA device, else fp32 (lifelong.runtime)
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    # "auto": bf16 autocast on a bf16-capable CUDA device, else fp32; "fp16": autocast with
+    # loss scaling, for GPUs without bf16 (lifelong.runtime)
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     # token ids of every split, tokenised once and reused by every run on the same data
     # (lifelong.tasks.cache): "auto" = $LIFELONG_CACHE_DIR, else ~/.cache/lifelong, /tokens;
     # "off" = tokenise once per run, in memory only; or a directory

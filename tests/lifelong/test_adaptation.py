@@ -246,6 +246,22 @@ def test_local_adapt_without_momentum_is_exactly_plain_sgd():
         assert all(torch.equal(adapted[k], expected[k]) for k in params)
 
 
+def test_a_loss_scale_changes_nothing_in_fp32_but_the_rounding():
+    """fp16's static inner loss scale multiplies the loss and divides the gradient back."""
+    from lifelong.adaptation import summed_gradient
+
+    _, params, loss = linear_problem()
+    plain = local_adapt(loss, params, steps=5, lr=0.3, l2=0.05, momentum=0.9)
+    scaled = local_adapt(loss, params, steps=5, lr=0.3, l2=0.05, momentum=0.9, loss_scale=1024.0)
+    summed = local_adapt(
+        loss, params, steps=5, lr=0.3, l2=0.05, momentum=0.9,
+        gradient=summed_gradient([loss, loss], [0.5, 0.5], loss_scale=1024.0),
+    )  # fmt: skip
+    for k in params:
+        torch.testing.assert_close(scaled[k], plain[k])
+        torch.testing.assert_close(summed[k], plain[k])
+
+
 def sgd_by_hand(head, x, y, *, steps, lr, l2, momentum):
     """EM-in-LLL test.py's loop: torch.optim.SGD on CE + λ Σ (W − W~)² (a copy of ``head``)."""
     model = nn.Linear(head.in_features, head.out_features)

@@ -146,6 +146,59 @@ def test_every_strategy_trains_adapts_and_evaluates_under_bf16_autocast_on_the_c
     assert np.isfinite(result.accuracy).all() and result.accuracy.shape == (2, 2)
 
 
+@pytest.mark.parametrize("name", registry.names())
+def test_every_strategy_trains_adapts_and_evaluates_under_fp16_with_loss_scaling_on_the_cpu(
+    name, task
+):
+    runtime = Runtime(torch.device("cpu"), "fp16")
+    model, before, result, dtypes = observe_stream(name, task, runtime)
+    assert torch.float16 in dtypes
+    params = dict(model.named_parameters())
+    assert all(p.dtype == torch.float32 for p in params.values())
+    trained = [k for k in params if not torch.equal(params[k].detach(), before[k])]
+    if name != "mbpa":
+        assert trained, f"{name} learnt nothing under fp16"
+    assert np.isfinite(result.accuracy).all() and result.accuracy.shape == (2, 2)
+
+
+def test_fp16_runtime_scales_losses_and_the_other_precisions_do_not():
+    cpu = torch.device("cpu")
+    fp16 = Runtime(cpu, "fp16")
+    assert resolve_precision("fp16", cpu) == "fp16" and fp16.dtype is torch.float16
+    assert fp16.grad_scaler().is_enabled() and fp16.inner_loss_scale == 1024.0
+    for other in (CPU, Runtime(cpu, "bf16")):
+        assert not other.grad_scaler().is_enabled() and other.inner_loss_scale == 1.0
+    args = build_parser().parse_args(["run", "--device", "cpu", "--precision", "fp16"])
+    assert config_from_args(args).precision == "fp16"
+
+
+def test_an_fp16_update_whose_gradient_overflows_is_skipped_and_the_scale_halves():
+    from lifelong.training import Trainer
+
+    model = tiny_classifier()
+    trainer = Trainer(model, lr=1e-2, runtime=Runtime(torch.device("cpu"), "fp16"))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    trainer.optimizer.zero_grad()
+    trainer.backward(sum(p.sum() for p in model.parameters()) * float("inf"))
+    trainer.apply()
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    assert trainer.scaler.get_scale() == 65536.0 / 2
+    state = trainer.state_dict()
+    assert state["scaler"]["scale"] == 32768.0  # the scale is part of a checkpoint
+    fresh = Trainer(tiny_classifier(), lr=1e-2, runtime=Runtime(torch.device("cpu"), "fp16"))
+    fresh.load_state_dict(state)
+    assert fresh.scaler.get_scale() == 32768.0
+
+
+@CUDA
+@pytest.mark.parametrize("name", registry.names())
+def test_every_strategy_runs_on_cuda_in_fp16(name, task):
+    runtime = Runtime.resolve("cuda", "fp16")
+    model, _, result, dtypes = observe_stream(name, task, runtime)
+    assert torch.float16 in dtypes and next(model.parameters()).is_cuda
+    assert np.isfinite(result.accuracy).all()
+
+
 @CUDA
 @pytest.mark.parametrize("name", registry.names())
 def test_every_strategy_runs_on_cuda_in_bf16(name, task):
