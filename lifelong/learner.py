@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import queue
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -17,6 +20,8 @@ from lifelong.tasks import TaskKind
 from streams.core import Example, TaskStream, batches
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -132,9 +137,15 @@ def evaluate_metrics(
     A strategy that adapts once per test set (Meta-MbPA's coarse adaptation, OML-ER's meta-test)
     defines ``predict_set(batches) -> list of score tensors`` and gets the whole set at once;
     any other is asked ``predict(batch)`` batch by batch.
+
+    Batches are length-aware when the kind knows its examples' lengths (a run's token-cached
+    kind, `lifelong.tasks.cache.CachedKind.lengths`): examples are sorted by length before
+    they are cut into batches, so each batch pads to little more than its own examples. The
+    scores are summed over examples, and every prediction depends on its own example only
+    (local adaptation is per example), so the order changes no metric.
     """
     bar = tqdm(total=len(examples), desc=desc, unit="ex", leave=False, disable=not progress)
-    chunks = list(batches(examples, batch_size))
+    chunks = list(batches(length_sorted(examples, kind), batch_size))
     test = [kind(chunk) for chunk in chunks]
     predict_set = getattr(strategy, "predict_set", None)
     if callable(predict_set):
@@ -151,6 +162,58 @@ def evaluate_metrics(
         for name, value in kind.score(scores, batch, chunk).items():
             totals[name] += value
     return {name: 100.0 * value / len(examples) for name, value in totals.items()}
+
+
+def length_sorted(examples: Sequence[Example], kind: TaskKind) -> Sequence[Example]:
+    """``examples`` shortest first (stable) when ``kind`` knows their lengths, else as given."""
+    lengths = getattr(kind, "lengths", None)
+    sizes = lengths(examples) if callable(lengths) else None
+    if sizes is None:
+        return examples
+    return [examples[i] for i in np.argsort(sizes, kind="stable")]
+
+
+def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
+    """``items`` made up to ``depth`` ahead by a background thread (``depth`` 0: inline).
+
+    The training loop makes its next mini-batches (records, padding, the copy to the device)
+    while the accelerator computes the current one. The items come in order; an error in the
+    thread is raised here; closing the generator early stops the thread.
+    """
+    if depth <= 0:
+        yield from items
+        return
+    slots: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        slots.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            slots.put(("done", None))
+        except BaseException as err:  # handed to the consumer, raised there
+            slots.put(("error", err))
+
+    thread = threading.Thread(target=produce, name="lifelong-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            tag, value = slots.get()
+            if tag == "done":
+                return
+            if tag == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        thread.join()
 
 
 def evaluate(strategy: Strategy, examples: Sequence[Example], kind: TaskKind, **kw: Any) -> float:
@@ -195,6 +258,7 @@ def run_stream(
     checkpointer: Checkpointer | None = None,
     start: StreamPosition | None = None,
     runtime: Runtime = CPU,
+    prefetch: int = 0,
 ) -> StreamResult:
     """Train ``strategy`` on one pass over the stream and score every task after every task.
 
@@ -219,6 +283,8 @@ def run_stream(
         runtime: The run's device and precision: training and evaluation (every strategy
             call and hook) run inside its autocast; the model and the task kind's batches
             must already be on its device (`lifelong.runtime.on_device`).
+        prefetch: Training mini-batches made ahead in a background thread (`prefetched`;
+            0: none). Runs on a GPU use 2 so that the device never waits for batches.
 
     Returns:
         The accuracy matrix R and the untrained accuracies b.
@@ -247,7 +313,16 @@ def run_stream(
     for i in range(position.task, T):
         with runtime.autocast():
             _train_task(
-                stream, i, strategy, kind, position, batch_size, seed, progress, checkpointer
+                stream,
+                i,
+                strategy,
+                kind,
+                position,
+                batch_size,
+                seed,
+                progress,
+                checkpointer,
+                prefetch,
             )
             _hook(strategy, "on_task_end", i)
         row = evaluate_now()
@@ -271,6 +346,7 @@ def _train_task(
     seed: int,
     progress: bool,
     checkpointer: Checkpointer | None,
+    prefetch: int = 0,
 ) -> None:
     """Observe task ``i``'s mini-batches from ``position.step`` on (the skipped ones were seen)."""
     task, T, done = stream.tasks[i], len(stream), position.step
@@ -285,18 +361,18 @@ def _train_task(
         unit="ex",
         disable=not progress,
     )
-    for step, chunk in enumerate(batches(task.train, batch_size, shuffle=True, seed=seed + i)):
-        if step < done:
-            continue
-        stats = strategy.observe(kind(chunk))
-        bar.update(len(chunk))
-        position.step = step + 1
-        if stats:
-            bar.set_postfix({k: f"{v:.3f}" for k, v in stats.items()}, refresh=False)
-            if step % 50 == 0:
-                log.debug("task %s step %d: %s", task.name, step, stats)
-        if checkpointer is not None and checkpointer.due(position.step):
-            checkpointer.save(strategy, position)
+    chunks = list(batches(task.train, batch_size, shuffle=True, seed=seed + i))
+    with closing(prefetched((kind(chunk) for chunk in chunks[done:]), prefetch)) as made:
+        for step, batch in enumerate(made, start=done):
+            stats = strategy.observe(batch)
+            bar.update(batch.num_examples)
+            position.step = step + 1
+            if stats:
+                bar.set_postfix({k: f"{v:.3f}" for k, v in stats.items()}, refresh=False)
+                if step % 50 == 0:
+                    log.debug("task %s step %d: %s", task.name, step, stats)
+            if checkpointer is not None and checkpointer.due(position.step):
+                checkpointer.save(strategy, position)
     bar.close()
 
 

@@ -33,6 +33,7 @@ RUN_FLAGS = {
     "segment_length": "segment_length",
     "max_length": "max_length",
     "batch_size": "batch_size",
+    "eval_batch_size": "eval_batch_size",
     "lr": "lr",
     "seed": "seed",
     "output_dir": "output_dir",
@@ -44,6 +45,16 @@ RUN_FLAGS = {
     "device": "device",
     "precision": "precision",
 }
+
+
+def _int_or_auto(value: str) -> int | str:
+    """An argparse type: ``auto`` or an integer."""
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or auto, got {value!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--max-length", type=int, help="tokens per input")
     run.add_argument("--batch-size", type=int, help="training mini-batch size")
+    run.add_argument(
+        "--eval-batch-size",
+        type=_int_or_auto,
+        help="evaluation batch size (auto: 64 on the CPU, 512 on a GPU)",
+    )
     run.add_argument("--lr", type=float, help="learning rate")
     run.add_argument("--seed", type=int, help="random seed")
     run.add_argument("--output-dir", help="where run directories go (default: runs)")

@@ -73,7 +73,9 @@ class RunConfig:
     pooling: Literal["auto", "pooler", "cls"] = "auto"
     max_length: PositiveInt = 128  # tokens per row (QA: per window) after truncation
     batch_size: PositiveInt = 32  # training mini-batch size in examples (MbPA++: 32)
-    eval_batch_size: PositiveInt = 64  # evaluation batch size in examples
+    # evaluation batch size in examples; "auto": 64 on the CPU, 512 on a GPU (batches are
+    # length-sorted, and prediction keeps no graph)
+    eval_batch_size: PositiveInt | Literal["auto"] = "auto"
     lr: PositiveFloat = 3e-5  # learning rate of the main optimiser (MbPA++: 3e-5)
     seed: NonNegativeInt = 0  # seeds shuffles, initialisation, memory, QA/FewRel sampling
     # (the text-classification sample is fixed: seed 42, Holla et al., 2020)

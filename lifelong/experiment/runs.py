@@ -292,12 +292,13 @@ def _train(job: _Job) -> RunOutcome:
         strategy,
         task,
         batch_size=config.batch_size,
-        eval_batch_size=config.eval_batch_size,
+        eval_batch_size=runtime.eval_batch_size(config.eval_batch_size),
         seed=config.seed,
         progress=config.progress,
         checkpointer=Checkpointer(job.run_dir, config.checkpoint_every),
         start=start,
         runtime=runtime,
+        prefetch=runtime.prefetch,
     )
     metrics = run_metrics(result, strategy, time.perf_counter() - began, stream=stream)
     metrics["runtime"] = {

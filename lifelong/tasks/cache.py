@@ -197,6 +197,16 @@ class CachedKind:
         """Rows of ``examples``."""
         return self.kind.rows(self.encode(examples))
 
+    def lengths(self, examples: Sequence[Example]) -> np.ndarray | None:
+        """Token ids in each example's record (all fields), shape (n,); ``None`` if unprepared.
+
+        The learner orders evaluation batches by it (length-aware batching).
+        """
+        records = self.cache.lookup(examples)
+        if records is None:
+            return None
+        return np.sum([[len(v) for v in records[name]] for name in records.names], axis=0)
+
     def __getattr__(self, name: str) -> Any:
         """Everything else is the wrapped kind's."""
         if name == "kind":

@@ -76,3 +76,77 @@ def test_the_learner_records_the_test_set_sizes(task):
     result, _ = run_once(task)
     assert result.test_sizes.tolist() == [8, 8]
     assert result.pooled() == result.accuracy[-1].mean()
+
+
+def test_prefetched_items_come_in_order_and_errors_reach_the_consumer():
+    import threading
+
+    import pytest
+
+    from lifelong.learner import prefetched
+
+    for depth in (0, 1, 3):
+        assert list(prefetched(iter(range(20)), depth)) == list(range(20))
+
+    def failing():
+        yield 1
+        raise RuntimeError("bad row 2")
+
+    with pytest.raises(RuntimeError, match="bad row 2"):
+        list(prefetched(failing(), 2))
+    early = prefetched(iter(range(1000)), 2)
+    assert next(early) == 0
+    early.close()  # the consumer stops: so does the producer
+    assert not any(t.name == "lifelong-prefetch" for t in threading.enumerate())
+
+
+def test_prefetching_training_batches_changes_no_result(task):
+    results = []
+    for prefetch in (0, 2):
+        seed_everything(0)
+        ctx = StrategyContext(tiny_classifier(seed=0), task, lr=3e-3)
+        results.append(
+            run_stream(
+                toy_stream(n_train=16), Seq(ctx), task, batch_size=4, progress=False,
+                prefetch=prefetch,
+            )  # fmt: skip
+        )
+    np.testing.assert_array_equal(results[0].accuracy, results[1].accuracy)
+
+
+def test_evaluation_batches_are_length_sorted_and_score_as_in_stream_order(
+    task, stream, tokenizer
+):
+    from lifelong.learner import evaluate_metrics, length_sorted
+    from lifelong.tasks.cache import CachedKind, TokenCache, kind_identity
+    from lifelong.tasks.settings import TaskSettings
+
+    cache = TokenCache(task, kind_identity(task, tokenizer, TaskSettings()), None)
+    cache.prepare_stream(stream)
+    cached = CachedKind(task, cache)
+    test = stream.tasks[0].test
+    ordered = length_sorted(test, cached)
+    lengths = [len(task.encode([e])["tokens"][0]) for e in ordered]
+    assert sorted(lengths) == lengths and sorted(map(id, ordered)) == sorted(map(id, test))
+    assert length_sorted(test, task) is test  # a kind without lengths: the order as given
+    strategy = Seq(StrategyContext(tiny_classifier(seed=0), task, lr=3e-3))
+    by_length = evaluate_metrics(strategy, test, cached, batch_size=3, progress=False)
+    as_given = evaluate_metrics(strategy, test, task, batch_size=3, progress=False)
+    assert by_length.keys() == as_given.keys()
+    for name in by_length:
+        assert abs(by_length[name] - as_given[name]) < 1e-9
+
+
+def test_the_eval_batch_size_and_prefetch_follow_the_device():
+    import torch
+
+    from lifelong.experiment.cli import build_parser, config_from_args
+    from lifelong.runtime import CPU, Runtime
+
+    gpu = Runtime(torch.device("cuda", 0), "bf16")  # nothing runs on it: a description
+    assert CPU.eval_batch_size("auto") == 64 and gpu.eval_batch_size("auto") == 512
+    assert gpu.eval_batch_size(48) == 48
+    assert CPU.prefetch == 0 and gpu.prefetch == 2
+    for flag, value in (("auto", "auto"), ("16", 16)):
+        args = build_parser().parse_args(["run", "--eval-batch-size", flag])
+        assert config_from_args(args).eval_batch_size == value
