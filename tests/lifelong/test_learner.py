@@ -107,16 +107,18 @@ def test_prefetching_training_batches_changes_no_result(task):
         ctx = StrategyContext(tiny_classifier(seed=0), task, lr=3e-3)
         results.append(
             run_stream(
-                toy_stream(n_train=16), Seq(ctx), task, batch_size=4, progress=False,
+                toy_stream(n_train=16),
+                Seq(ctx),
+                task,
+                batch_size=4,
+                progress=False,
                 prefetch=prefetch,
             )  # fmt: skip
         )
     np.testing.assert_array_equal(results[0].accuracy, results[1].accuracy)
 
 
-def test_evaluation_batches_are_length_sorted_and_score_as_in_stream_order(
-    task, stream, tokenizer
-):
+def test_evaluation_batches_are_length_sorted_and_score_as_in_stream_order(task, stream, tokenizer):
     from lifelong.learner import evaluate_metrics, length_sorted
     from lifelong.tasks.cache import CachedKind, TokenCache, kind_identity
     from lifelong.tasks.settings import TaskSettings
