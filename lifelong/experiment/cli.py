@@ -44,6 +44,7 @@ RUN_FLAGS = {
     "pair_loss": "pair_loss",
     "device": "device",
     "precision": "precision",
+    "compile": "compile",
 }
 
 
@@ -161,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto (bf16 on a bf16-capable GPU, else fp32), fp32, bf16 autocast, or fp16 "
         "autocast with loss scaling",
     )
+    run.add_argument(
+        "--compile",
+        action="store_const",
+        const=True,
+        help="wrap the encoder in torch.compile (with --resume: continue compiled)",
+    )
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     sweep = sub.add_parser(
@@ -253,7 +260,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from lifelong.experiment.runs import format_report, resume, run
 
     if args.resume:
-        movable = ("device", "precision")  # a checkpoint resumes anywhere
+        movable = ("device", "precision", "compile")  # a checkpoint resumes anywhere
         given = [
             f"--{f.replace('_', '-')}"
             for f in RUN_FLAGS
@@ -268,6 +275,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress=False if args.no_progress else None,
             device=args.device,
             precision=args.precision,
+            compile=args.compile,
         )
     else:
         config = config_from_args(args)

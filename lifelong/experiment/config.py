@@ -105,6 +105,10 @@ class RunConfig:
     # "auto": bf16 autocast on a bf16-capable CUDA device, else fp32; "fp16": autocast with
     # loss scaling, for GPUs without bf16 (lifelong.runtime)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    # wrap the encoder in torch.compile (Module.compile: weights and checkpoints unchanged);
+    # off by default: on 2 CPU cores it costs ~15 s of compilation per input shape and gains
+    # little (experiments/bench/scale.py measures it), on a GPU it is unmeasured so far
+    compile: bool = False
     # token ids of every split, tokenised once and reused by every run on the same data
     # (lifelong.tasks.cache): "auto" = $LIFELONG_CACHE_DIR, else ~/.cache/lifelong, /tokens;
     # "off" = tokenise once per run, in memory only; or a directory

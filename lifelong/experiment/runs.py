@@ -181,6 +181,7 @@ def resume(
     progress: bool | None = None,
     device: str | None = None,
     precision: str | None = None,
+    compile: bool | None = None,
 ) -> RunOutcome:
     """Continue a run from its directory: from its checkpoint, or from the start if none.
 
@@ -194,6 +195,7 @@ def resume(
         device: Continue on this device instead of the config's (checkpoints are
             device-neutral: a run checkpointed on CUDA resumes on the CPU and back).
         precision: Continue in this precision instead of the config's.
+        compile: Continue with (or without) the compiled encoder.
 
     Raises:
         ConfigError: ``run_dir`` holds no run config.
@@ -204,7 +206,7 @@ def resume(
     if not (run_dir / "config.yaml").is_file():
         raise ConfigError(f"{run_dir}: not a run directory (no config.yaml)")
     config = load_yaml(run_dir / "config.yaml")
-    changes = {"progress": progress, "device": device, "precision": precision}
+    changes = {"progress": progress, "device": device, "precision": precision, "compile": compile}
     changes = {key: value for key, value in changes.items() if value is not None}
     if changes:
         config = config.replace("resume", **changes)
@@ -274,6 +276,9 @@ def _train(job: _Job) -> RunOutcome:
     log.info("runtime: %s", runtime.describe())
     model, task = build_model(config, stream)
     model.to(runtime.device)
+    if config.compile:
+        model.encoder.compile()  # in place: parameter names and checkpoints stay the same
+        log.info("encoder compiled (torch.compile)")
     task = on_device(cached_kind(config, task, stream), runtime.device)
     context = StrategyContext(
         model, task, lr=config.lr, batch_size=config.batch_size, seed=config.seed, runtime=runtime

@@ -266,3 +266,32 @@ def test_memory_augmented_encoders_train_on_cuda_in_bf16(name):
         out.pooled.float().sum().backward()
     assert out.pooled.is_cuda and torch.isfinite(out.pooled).all()
     assert any(p.grad is not None for p in encoder.parameters())
+
+
+@pytest.mark.slow
+def test_a_compiled_run_trains_checkpoints_and_resumes_with_its_parameter_names(
+    tmp_path, monkeypatch
+):
+    """``--compile`` compiles the encoder in place: checkpoints keep their keys (no _orig_mod)."""
+    compiled = []
+    real = torch.nn.Module.compile
+    monkeypatch.setattr(
+        torch.nn.Module, "compile", lambda self, *a, **k: compiled.append(self) or real(self)
+    )
+    config = small_config(tmp_path, "seq", device="cpu", compile=True, checkpoint_every=2)
+    eager = run(config.replace("test", compile=False), run_dir=tmp_path / "eager")
+    crash_at(monkeypatch, 5)
+    with pytest.raises(Crash):
+        run(config, run_dir=tmp_path / "compiled")
+    monkeypatch.undo()
+    assert len(compiled) == 1
+    weights = load_checkpoint(tmp_path / "compiled").strategy["trainer"]["model"]
+    assert not any("_orig_mod" in k for k in weights)
+    outcome = resume(tmp_path / "compiled", compile=False)  # continues eagerly
+    np.testing.assert_allclose(outcome.result.accuracy, eager.result.accuracy, atol=15)
+
+
+def test_the_compile_flag_sets_the_config_and_may_come_with_resume():
+    args = build_parser().parse_args(["run", "--compile"])
+    assert config_from_args(args).compile is True
+    assert config_from_args(build_parser().parse_args(["run"])).compile is False

@@ -43,7 +43,9 @@ AVERAGE = "average"
 FORMATS = ("markdown", "latex", "csv")
 
 # Config keys that do not change a run's numbers: runs differing only in these pool as seeds.
-_NOT_SETTINGS = frozenset({"seed", "output_dir", "run_index", "progress", "eval_batch_size"})
+_NOT_SETTINGS = frozenset(
+    {"seed", "output_dir", "run_index", "progress", "eval_batch_size", "compile"}
+)
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
     "&": r"\&",
