@@ -28,8 +28,12 @@ It then projects one full paper run of order i: 575,000 training examples and th
 38,000 test examples (5 × 7,600), with local adaptation for MbPA++ (reference and fastest path)
 and plain prediction for the others; every intermediate row adds 38,000 plain predictions.
 
+With ``--compile`` every model ``lifelong`` runs has its encoder compiled (``torch.compile``,
+as the run config's ``compile`` key does; 3 warm-up batches instead of 1 absorb the
+compilation); the plain loop stays eager, so its ratio says whether compiling pays.
+
     python experiments/bench/scale.py --device cpu [--precision fp32] [--steps 3]
-        [--keys 575000] [--adapt-examples 1] [--scopes all,top1,head]
+        [--keys 575000] [--adapt-examples 1] [--scopes all,top1,head] [--compile]
 """
 
 from __future__ import annotations
@@ -128,7 +132,9 @@ def plain_eval(model: Classifier, data: list[Batch], runtime: Runtime) -> float:
     return seconds(forward, runtime) / sum(len(b) for b in data)
 
 
-def strategy_cost(name, make_model, task, data, runtime, warmup, seed) -> tuple[float, float]:
+def strategy_cost(
+    name, make_model, make_plain, task, data, runtime, warmup, seed
+) -> tuple[float, float]:
     """Training seconds per stream example (replay amortised at 1%), and the plain loop's.
 
     The plain loop runs on a fresh model of the same size right before each strategy window,
@@ -149,7 +155,7 @@ def strategy_cost(name, make_model, task, data, runtime, warmup, seed) -> tuple[
         gc.collect()
         return cost / sum(len(b) for b in timed)
 
-    plain = plain_train(make_model(), data, runtime, warmup)
+    plain = plain_train(make_plain(), data, runtime, warmup)
     if not {"replay_every", "replay_ratio"} <= fields:
         return observe_cost({}), plain
     quiet = observe_cost({"replay_every": 10**9, "replay_ratio": 0.01})
@@ -157,10 +163,10 @@ def strategy_cost(name, make_model, task, data, runtime, warmup, seed) -> tuple[
     return quiet + PAPER_RATIO * max(busy - quiet, 0.0), plain  # one replayed example per 100
 
 
-def eval_cost(make_model, data, runtime) -> tuple[float, float]:
+def eval_cost(make_model, make_plain, data, runtime) -> tuple[float, float]:
     """Seconds per example of lifelong's prediction (no adaptation) and of the plain forward."""
+    plain = plain_eval(make_plain(), data, runtime)
     model = make_model()
-    plain = plain_eval(model, data, runtime)
     with runtime.autocast():
         predict_scores(model, data[0])  # warm-up
         ours = seconds(lambda: [predict_scores(model, b) for b in data], runtime)
@@ -244,13 +250,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--size", choices=list(SIZE), default="base", help="tiny: a smoke test")
+    parser.add_argument("--compile", action="store_true", help="compile lifelong's encoders")
     args = parser.parse_args(argv)
 
     runtime = Runtime.resolve(args.device, args.precision)
     gpu = runtime.device.type == "cuda"
     steps = args.steps or (24 if gpu else 6)  # whole OML-ER/ANML-ER episodes (m + 1 = 6 batches)
     adapt_examples = args.adapt_examples or (16 if gpu else 1)
-    warmup = 1
+    warmup = 3 if args.compile else 1
     seed_everything(args.seed)
     tokenizer = load_tokenizer("minilm")
     stream = text_classification_stream("i")
@@ -261,23 +268,32 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"device {runtime.describe()}, {torch.get_num_threads()} CPU threads; encoder: "
         f"bert-{args.size} config, random weights; batch {BATCH}, max 128 tokens, "
-        f"{steps} timed steps after {warmup} warm-up",
+        f"{steps} timed steps after {warmup} warm-up"
+        + (", lifelong's encoders compiled" if args.compile else ""),
         flush=True,
     )
 
     def make_model() -> Classifier:
         return fresh_model(kind, runtime, args.seed, args.size)
 
+    def make_ours() -> Classifier:
+        model = make_model()
+        if args.compile:
+            model.encoder.compile()
+        return model
+
     costs = {}
     for name in args.strategies.split(","):
-        costs[name] = strategy_cost(name, make_model, task, data, runtime, warmup, args.seed)
+        costs[name] = strategy_cost(
+            name, make_ours, make_model, task, data, runtime, warmup, args.seed
+        )
         print(f"  {name}: {costs[name][0]:.3g} s/ex (plain loop {costs[name][1]:.3g})", flush=True)
-    evaluation = eval_cost(make_model, data, runtime)
+    evaluation = eval_cost(make_ours, make_model, data, runtime)
     memory = memory_costs(args.keys, 768, runtime)
     test = data[-1].examples_at(range(adapt_examples))
     scopes = args.scopes.split(",")
     adapt = adaptation_costs(
-        make_model, task, data, test, runtime, scopes, args.seed, args.adapt_steps
+        make_ours, task, data, test, runtime, scopes, args.seed, args.adapt_steps
     )
 
     print(f"\nPer example on {runtime.describe()} (bert-{args.size} config, random weights):")
