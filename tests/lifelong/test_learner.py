@@ -101,6 +101,8 @@ def test_prefetched_items_come_in_order_and_errors_reach_the_consumer():
 
 
 def test_prefetching_training_batches_changes_no_result(task):
+    from lifelong.runtime import Runtime
+
     results = []
     for prefetch in (0, 2):
         seed_everything(0)
@@ -113,6 +115,7 @@ def test_prefetching_training_batches_changes_no_result(task):
                 batch_size=4,
                 progress=False,
                 prefetch=prefetch,
+                runtime=Runtime.resolve("cpu", "fp32"),
             )  # fmt: skip
         )
     np.testing.assert_array_equal(results[0].accuracy, results[1].accuracy)
