@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, ClassVar, Literal
 
 import numpy as np
@@ -210,16 +210,7 @@ class MetaMbPA:
             for name, p in self.model.named_parameters()
             if name.startswith(self.meta_scope.prefixes)
         }
-        alpha = self.options.meta_lr or self.current_lr()
-        adapted = local_adapt(
-            la_loss,
-            params,
-            steps=1,
-            lr=alpha,
-            l2=0.0,
-            first_order=self.options.first_order,
-            loss_scale=self.trainer.inner_loss_scale,
-        )
+        adapted = self.meta_step(la_loss, params)
         logits = functional_call(self.model, adapted, example.inputs())
         return self.model.criterion(logits, example)
 
@@ -240,7 +231,6 @@ class MetaMbPA:
         inputs = self.model.encoder(*batch.inputs())  # the batch's rows
         head, criterion = self.model.head, self.model.criterion
         params = dict(head.named_parameters())
-        alpha = self.options.meta_lr or self.current_lr()
         losses = []
         for i, slots in enumerate(neighbours):
             examples = [position[int(s)] for s in slots]
@@ -253,19 +243,23 @@ class MetaMbPA:
             def la_loss(q: Params, rows: torch.Tensor = rows, near: Batch = near) -> torch.Tensor:
                 return criterion(functional_call(head, q, (features.rows(rows),)), near)
 
-            adapted = local_adapt(
-                la_loss,
-                params,
-                steps=1,
-                lr=alpha,
-                l2=0.0,
-                first_order=self.options.first_order,
-                loss_scale=self.trainer.inner_loss_scale,
-            )
+            adapted = self.meta_step(la_loss, params)
             own = torch.as_tensor(batch.example_rows(i), device=batch.input_ids.device)
             logits = functional_call(head, adapted, (inputs.rows(own),))
             losses.append(criterion(logits, batch.examples_at([i], trim=False)))
         return torch.stack(losses).mean()
+
+    def meta_step(self, loss: Callable[[Params], torch.Tensor], params: Params) -> Params:
+        """θ̃ = θ − α∇L_LA(θ): one SGD step at α (``meta_lr``, else the optimiser's lr)."""
+        return local_adapt(
+            loss,
+            params,
+            steps=1,
+            lr=self.options.meta_lr or self.current_lr(),
+            l2=0.0,
+            first_order=self.options.first_order,
+            loss_scale=self.trainer.inner_loss_scale,
+        )
 
     def current_lr(self) -> float:
         """The optimiser's current learning rate (the paper's α)."""
