@@ -186,20 +186,24 @@ def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
     slots: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
+    def offer(message: tuple[str, Any]) -> bool:
+        """Queue a message unless the consumer stops first (then never block on a full queue)."""
+        while not stop.is_set():
+            try:
+                slots.put(message, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
     def produce() -> None:
         try:
             for item in items:
-                while not stop.is_set():
-                    try:
-                        slots.put(("item", item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not offer(("item", item)):
                     return
-            slots.put(("done", None))
+            offer(("done", None))
         except BaseException as err:  # handed to the consumer, raised there
-            slots.put(("error", err))
+            offer(("error", err))
 
     thread = threading.Thread(target=produce, name="lifelong-prefetch", daemon=True)
     thread.start()

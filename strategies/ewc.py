@@ -81,9 +81,9 @@ class EWC:
             context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
         )
         self.state = FisherState()
-        # a reservoir of this task's examples; sampled uniformly only: a 1-d dummy key will do
+        # a reservoir of this task's examples; only read back in full, so it stores no keys
         self.sample = EpisodicMemory(
-            1, policy=ReservoirWrite(self.options.fisher_samples), seed=context.seed
+            0, policy=ReservoirWrite(self.options.fisher_samples), seed=context.seed
         )
         self.parts = Components(trainer=self.trainer, ewc=self.state, sample=self.sample)
 
@@ -113,7 +113,7 @@ class EWC:
         self.trainer.backward(ce + penalty)
         self.trainer.apply()
         examples = batch.examples.only(self.task.stored_fields)
-        self.sample.write(examples, np.zeros((len(examples), 1), np.float32))
+        self.sample.write(examples)
         return {"loss": float(ce.detach()), "ewc": float(penalty.detach())}
 
     def fisher_information(self) -> Params:

@@ -100,6 +100,22 @@ def test_prefetched_items_come_in_order_and_errors_reach_the_consumer():
     assert not any(t.name == "lifelong-prefetch" for t in threading.enumerate())
 
 
+def test_a_consumer_that_stops_while_the_queue_is_full_does_not_wait_for_the_producer():
+    """The producer is blocked on its last message (the queue full) when the consumer stops."""
+    import threading
+    import time
+
+    from lifelong.learner import prefetched
+
+    made = prefetched(iter([0, 1]), 1)
+    assert next(made) == 0
+    time.sleep(0.3)  # the producer has queued 1 and waits to queue its end
+    closer = threading.Thread(target=made.close)
+    closer.start()
+    closer.join(timeout=5)
+    assert not closer.is_alive()
+
+
 def test_prefetching_training_batches_changes_no_result(task):
     from lifelong.runtime import Runtime
 
