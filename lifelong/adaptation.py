@@ -31,6 +31,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from lifelong.encoders.base import attention_implementation
+from lifelong.lowrank import init_lora, lora_forward, lora_pull, owner_losses
 from lifelong.model import PADDING_SCORE, Batch, Classifier
 from lifelong.options import (
     Choice,
@@ -59,6 +60,7 @@ def local_adapt(
     first_order: bool = False,
     gradient: Callable[[Params], Params] | None = None,
     loss_scale: float = 1.0,
+    pull: Callable[[Params], Params] | None = None,
 ) -> Params:
     """Take ``steps`` SGD steps on ``loss_fn(W~) + l2 * ||W~ − anchor||²`` from ``params``.
 
@@ -91,6 +93,9 @@ def local_adapt(
         loss_scale: Differentiate ``loss_scale · loss`` and divide the gradient by it: the
             static scale of fp16 inner loops (`lifelong.runtime.Runtime.inner_loss_scale`);
             1 (no scaling) in fp32 and bf16.
+        pull: The gradient of the whole pull term (λ included) at W~, for a parametrisation
+            whose pull is not λ||W~ − anchor||² (low-rank deltas: `lifelong.lowrank.lora_pull`);
+            ``l2`` and ``anchor`` are then unused.
 
     Returns:
         The adapted weights W_x, same keys as ``params``.
@@ -104,7 +109,8 @@ def local_adapt(
         if first_order:
             grads = {k: g.detach() for k, g in grads.items()}
         # d/dW~ of λ||W~ − W||² is 2λ(W~ − W): added in closed form, not through autograd
-        direction = {k: grads[k] + 2 * l2 * (v - anchor[k]) for k, v in params.items()}
+        toward = pull(params) if pull else {k: 2 * l2 * (v - anchor[k]) for k, v in params.items()}
+        direction = {k: grads[k] + toward[k] for k in params}
         if momentum:
             if buffer is not None:  # the first step's buffer is the gradient itself
                 direction = {k: momentum * buffer[k] + d for k, d in direction.items()}
@@ -174,16 +180,20 @@ class AdaptScope:
     """Which parameters local adaptation changes.
 
     Attributes:
-        name: ``"all"``, ``"topN"`` (top N encoder layers plus head) or ``"head"``.
+        name: ``"all"``, ``"topN"`` (top N encoder layers plus head), ``"head"`` or ``"lora"``
+            (a low-rank delta on every layer's projections plus the head, `lifelong.lowrank`).
         stage: The encoder stage where adapted parameters begin (see `HFEncoder.run_stages`):
-            0 for all, ``num_layers + 1 − N`` for top N, ``num_layers + 1`` for the head.
-        prefixes: Parameter-name prefixes (in the `Classifier`) that are adapted.
+            0 for all, ``num_layers + 1 − N`` for top N, ``num_layers + 1`` for the head, 1
+            for lora (the embeddings stay frozen).
+        prefixes: Parameter-name prefixes (in the `Classifier`) that are adapted (for lora:
+            the layers the deltas sit on, and the head).
 
     """
 
     name: str
     stage: int
     prefixes: tuple[str, ...]
+    rank: int = 0
 
     def params(self, model: nn.Module) -> Params:
         """The adapted parameters of ``model``, detached from its autograd graph."""
@@ -193,9 +203,37 @@ class AdaptScope:
             if name.startswith(self.prefixes)
         }
 
+    def start(self, model: Classifier, seed: int = 0) -> Params:
+        """Where adaptation starts: the weights themselves, or lora's step-0 deltas (one owner).
 
-def parse_scope(text: str, num_layers: int) -> AdaptScope:
-    """Turn ``"all"``, ``"head"`` or ``"top<N>"`` into an `AdaptScope` for a model.
+        The weights keep their autograd graph (unlike `params`), so a meta-step taken from
+        them is differentiable with respect to the model.
+        """
+        if self.name == "lora":
+            return init_lora(model, self.rank, 1, seed)
+        return {n: p for n, p in model.named_parameters() if n.startswith(self.prefixes)}
+
+    def logits(self, model: Classifier, params: Params, inputs: Sequence[torch.Tensor]) -> Any:
+        """Logits of inputs at ``stage`` (`frozen_prefix`) under the adapted ``params``."""
+        if self.name == "lora":
+            x, mask = inputs[:2]  # stage 1: the token types are in the embeddings already
+            return lora_forward(model, params, x, mask, [0, len(x)])
+        return functional_call(model, params, tuple(inputs), {"start": self.stage, "packed": True})
+
+    def pull(self, anchor: Params, l2: float) -> Callable[[Params], Params] | None:
+        """`local_adapt`'s ``pull`` for this scope: lora's exact λ||BA||², else the default."""
+        if self.name == "lora":
+            return lambda p: lora_pull(p, anchor, l2)
+        return None
+
+
+def parse_scope(text: str, num_layers: int, rank: int = 8) -> AdaptScope:
+    """Turn ``"all"``, ``"head"``, ``"lora"`` or ``"top<N>"`` into an `AdaptScope` for a model.
+
+    Args:
+        text: The scope's name.
+        num_layers: The encoder's stage-wise layers.
+        rank: lora's r (``adapt_rank``); unused by the other scopes.
 
     Raises:
         ValueError: An unknown scope, or N outside 1..num_layers; ``all`` or ``top<N>`` for an
@@ -212,6 +250,9 @@ def parse_scope(text: str, num_layers: int) -> AdaptScope:
         return AdaptScope("all", 0, ("",))
     if text == "head":
         return AdaptScope("head", num_layers + 1, ("head.",))
+    if text == "lora":
+        layers = tuple(f"encoder.model.encoder.layer.{i}." for i in range(num_layers))
+        return AdaptScope("lora", 1, (*layers, "head."), rank)
     match = re.fullmatch(r"top(\d+)", text)
     if match and 1 <= int(match.group(1)) <= num_layers:
         n = int(match.group(1))
@@ -220,12 +261,16 @@ def parse_scope(text: str, num_layers: int) -> AdaptScope:
         )
         return AdaptScope(text, num_layers + 1 - n, (*layers, "head."))
     raise ValueError(
-        f"adapt_scope {text!r}: expected 'all', 'head' or 'top<N>' with 1 <= N <= {num_layers}"
+        f"adapt_scope {text!r}: expected 'all', 'head', 'lora' or 'top<N>' with "
+        f"1 <= N <= {num_layers}"
     )
 
 
-Scope = Annotated[str, Choice("all", "head", pattern=r"top[1-9][0-9]*", pattern_name="top<N>")]
-"""Which parameters adaptation changes: ``all``, ``head`` or ``top<N>`` (top N layers + head)."""
+Scope = Annotated[
+    str, Choice("all", "head", "lora", pattern=r"top[1-9][0-9]*", pattern_name="top<N>")
+]
+"""Which parameters adaptation changes: ``all``, ``head``, ``top<N>`` (top N layers + head) or
+``lora`` (a rank-``adapt_rank`` delta on every layer's projections + the head)."""
 
 
 @option_group
@@ -247,7 +292,8 @@ class LocalAdaptationOptions:
     l2: NonNegativeFloat = 1e-3  # λ: pull of the adapted weights back to the base weights
     adapt_lr: PositiveFloat = 2e-3  # SGD step size of local adaptation (EM-in-LLL)
     momentum: Annotated[float, Range(0, 1, max_open=True)] = 0.9  # heavy-ball μ (EM-in-LLL)
-    adapt_scope: Scope = "all"  # "all" (the paper), "top<N>" (top N layers + head) or "head"
+    adapt_scope: Scope = "all"  # "all" (the paper), "top<N>" (top N layers + head), "head", "lora"
+    adapt_rank: PositiveInt = 8  # r of "lora" (Hu et al., 2021, §7.2: a small r suffices)
 
 
 @option_group
@@ -256,7 +302,7 @@ class AdaptationOptions(LocalAdaptationOptions):
 
     adapt_path: Literal["fast", "reference"] = "fast"  # batched/cached, or one example at a time
     retrieval: Literal["nearest", "random"] = "nearest"  # key network + memory, or MbPA++-rand
-    fast_chunk: NonNegativeInt = 0  # test examples per vmap call; 0 = 64 for "head", else 1
+    fast_chunk: NonNegativeInt = 0  # test examples per call; 0 = 64 head, 16 lora, else 1
 
 
 WORD_EMBEDDINGS = "encoder.model.embeddings.word_embeddings.weight"
@@ -323,10 +369,11 @@ class LocalAdapter:
         self.loss_scale = loss_scale
         self.writer = writer
         self.options = options
-        self.scope = parse_scope(options.adapt_scope, model.encoder.num_layers)
+        self.scope = parse_scope(options.adapt_scope, model.encoder.num_layers, options.adapt_rank)
         self.rng = np.random.default_rng(seed)
         self._cache: dict[int, _Stored] = {}  # slot -> its rows at scope.stage
         self.adapted = 0  # test examples predicted with adapted weights (for tests and logs)
+        self.lora_seed = seed  # the seed of the low-rank deltas' A (`lifelong.lowrank.init_lora`)
 
     def reset_cache(self) -> None:
         """Forget cached neighbour representations (call whenever the model has changed)."""
@@ -350,6 +397,8 @@ class LocalAdapter:
                     return self.model(*batch.inputs())
             slots = self.neighbours(batch)
             path = self.fast_logits if self.options.adapt_path == "fast" else self.reference_logits
+            if self.scope.name == "lora":
+                path = self.lora_logits
             out = path(batch, slots)
             self.adapted += batch.num_examples
             return out
@@ -439,6 +488,76 @@ class LocalAdapter:
                 vmapped_one = vmap(vmapped, in_dims=(None, 0, 0, 0))
                 out.append(vmapped_one(p, tuple(nb), ny[part], tuple(test)))
         return torch.cat(out).detach()  # (n, num_labels)
+
+    # -- low-rank deltas, batched over test examples -------------------------------------------
+    def lora_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:
+        """Adapt a rank-r delta per test example, ``fast_chunk`` examples per base matmul.
+
+        See `lifelong.lowrank`. The ``reference`` path takes one example at a time.
+        """
+        with torch.no_grad():
+            tests, mask = self._prefix(batch)[:2]  # (rows, t, d), (rows, t) at stage 1
+        chunk = self.options.fast_chunk or (16 if self.options.adapt_path == "fast" else 1)
+        groups = batch.row_groups
+        out = []
+        for s in range(0, batch.num_examples, chunk):
+            owners = range(s, min(s + chunk, batch.num_examples))
+            rows = torch.nonzero((groups >= s) & (groups < owners.stop)).squeeze(1)
+            bounds = [
+                0,
+                *torch.bincount(groups[rows] - s, minlength=len(owners)).cumsum(0).tolist(),
+            ]
+            adapted = self._adapt_lora(slots[s : owners.stop])
+            with torch.no_grad():
+                out.append(lora_forward(self.model, adapted, tests[rows], mask[rows], bounds))
+        return torch.cat(out)  # (n, num_labels) or (n, t, 2), rows in batch order
+
+    def _adapt_lora(self, slots: np.ndarray) -> Params:
+        """The adapted deltas of test examples whose neighbours are ``slots`` (n, k)."""
+        self._fill_cache(slots)
+        neighbours, bounds = self._owner_rows(slots)
+        parts = [
+            neighbours.select(range(bounds[o], bounds[o + 1]), trim=False)
+            for o in range(len(slots))
+        ]
+        for part in parts:  # each owner's examples numbered from 0
+            part.groups = None if part.groups is None else part.groups - part.groups[0]
+        model = self.model
+        start = init_lora(model, self.scope.rank, len(slots), seed=self.lora_seed)
+
+        def loss(p: Params) -> torch.Tensor:
+            logits = lora_forward(model, p, neighbours.input_ids, neighbours.attention_mask, bounds)
+            return owner_losses(model, logits, parts, bounds)
+
+        kwargs = self._adapt_kwargs()
+        l2 = kwargs.pop("l2")
+        with torch.no_grad():  # torch.func.grad still differentiates inside
+            adapted = local_adapt(
+                loss, start, l2=l2, pull=lambda p: lora_pull(p, start, l2), **kwargs
+            )
+        return adapted
+
+    def _owner_rows(self, slots: np.ndarray) -> tuple[Batch, list[int]]:
+        """The cached rows of every owner's neighbours as one batch, owners in order.
+
+        Returns:
+            The rows at the adaptation stage (their representation in ``input_ids``), with
+            labels and, for multi-row examples, groups numbering the examples across owners;
+            and the owners' row bounds (owner o: ``bounds[o]:bounds[o + 1]``).
+
+        """
+        stored = [[self._cache[int(s)] for s in row] for row in slots]
+        rows = [r for owner in stored for item in owner for r in item.rows]
+        x, mask = _pad_cached(rows)  # (R, t, d), (R, t)
+        labels = torch.cat([item.labels for owner in stored for item in owner])
+        sizes = [len(item.rows) for owner in stored for item in owner]
+        groups = None
+        if any(size > 1 for size in sizes):
+            groups = torch.repeat_interleave(
+                torch.arange(len(sizes), device=x.device), torch.tensor(sizes, device=x.device)
+            )
+        bounds = np.cumsum([0] + [sum(len(item.rows) for item in owner) for owner in stored])
+        return Batch(x, mask, labels, groups), [int(b) for b in bounds]
 
     def _prefix(self, batch: Batch) -> tuple[torch.Tensor, ...]:
         return frozen_prefix(self.model, self.scope.stage, *batch.inputs())

@@ -168,6 +168,11 @@ class Runtime:
         """
         return 2 if self.device.type == "cuda" else 0
 
+    def synchronize(self) -> None:
+        """Wait for the device's queued work (CUDA kernels run asynchronously); for timings."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
     def describe(self) -> str:
         """The device (with the GPU's name on CUDA) and precision, for the run log."""
         where = str(self.device)

@@ -31,9 +31,11 @@ needs the learner to hand over all test sets first (the ``on_eval_sets`` hook; w
 one θ̃ per ``predict_set`` call); ``task`` adapts once per task's test set, which uses task
 identity at test time (the task an input comes from decides which θ̃ predicts it).
 
-``meta_scope`` picks the parameters of the meta step: ``all`` (the paper), ``top<N>`` or
-``head``. With ``head`` the encoder runs once per batch over the batch's distinct neighbours
-and the meta-gradient still reaches it through their features: a CPU-sized variant.
+``meta_scope`` picks the parameters of the meta step: ``all`` (the paper), ``top<N>``,
+``head`` or ``lora`` (a rank-``adapt_rank`` delta on every layer from B = 0, so the step moves
+each weight by −α·G·AᵀA: the gradient projected on r input directions; `lifelong.lowrank`).
+With ``head`` the encoder runs once per batch over the batch's distinct neighbours and the
+meta-gradient still reaches it through their features: a CPU-sized variant.
 
 A second-order step through encoder layers needs `attn_implementation="eager"`: the CPU SDPA
 kernel of Hugging Face BERT has no double backward. Only that computation switches to it (not
@@ -97,7 +99,7 @@ class MetaMbPAOptions(ReplayOptions, LocalAdaptationOptions, ClipOptions):
     write_rule: Literal["dissimilar", "literal"] = "dissimilar"  # p ∝ 1 − e^(−d/β), or e^(−d/β)
     meta_lr: NonNegativeFloat = 1e-5  # α of the meta step (paper: 1e-5); 0 = the current outer lr
     coarse_scope: Literal["test_set", "task"] = "test_set"  # one θ̃ per evaluation, or per task
-    meta_scope: Scope = "all"  # parameters the meta step adapts: "all", "top<N>" or "head"
+    meta_scope: Scope = "all"  # what the meta step adapts: "all", "top<N>", "head" or "lora"
     first_order: bool = False  # treat the meta step's gradient as a constant
     pool_chunk: PositiveInt = 32  # memory examples per forward pass in a coarse step
 
@@ -126,8 +128,9 @@ class MetaMbPA:
         policy = DiversityWrite(rate=options.write_rate, beta=options.beta, rule=options.write_rule)
         self.replay = SparseReplay(context, options, writer=EpisodicWriter(context, policy=policy))
         layers = self.model.encoder.num_layers
-        self.meta_scope = parse_scope(options.meta_scope, layers)
-        self.adapt_scope = parse_scope(options.adapt_scope, layers)
+        self.meta_scope = parse_scope(options.meta_scope, layers, options.adapt_rank)
+        self.adapt_scope = parse_scope(options.adapt_scope, layers, options.adapt_rank)
+        self.seed = context.seed  # of lora's A (`lifelong.lowrank.init_lora`)
         self.counts = Counters(coarse_adaptations=0)
         self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
         # θ̃ of the current evaluation (coarse_scope "test_set"); never saved: it lasts one phase
@@ -200,19 +203,32 @@ class MetaMbPA:
         if len(slots) == 0:
             return self.model.loss(example)
         neighbours = self.writer.batch(slots)
+        staged = self._staged(neighbours)
 
         def la_loss(q: Params) -> torch.Tensor:
-            logits = functional_call(self.model, q, neighbours.inputs())
-            return self.model.criterion(logits, neighbours)
+            return self.model.criterion(self._meta_logits(q, staged), neighbours)
 
-        params = {
-            name: p
-            for name, p in self.model.named_parameters()
-            if name.startswith(self.meta_scope.prefixes)
-        }
-        adapted = self.meta_step(la_loss, params)
-        logits = functional_call(self.model, adapted, example.inputs())
+        adapted = self.meta_step(la_loss, self.meta_scope.start(self.model, self.seed))
+        logits = self._meta_logits(adapted, self._staged(example))
         return self.model.criterion(logits, example)
+
+    def _staged(self, batch: Batch) -> tuple[torch.Tensor, ...]:
+        """A batch's inputs for the meta step, computed with their autograd graph.
+
+        The token inputs; for ``lora``, the embedding outputs (stage 1), through which the
+        meta-gradient reaches the embeddings.
+        """
+        if self.meta_scope.name != "lora":
+            return batch.inputs()
+        types = {} if batch.token_type_ids is None else {"token_type_ids": batch.token_type_ids}
+        x = self.model.encoder.run_stages(batch.input_ids, batch.attention_mask, 0, 1, **types)
+        return x, batch.attention_mask
+
+    def _meta_logits(self, params: Params, staged: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """Logits under the meta step's parameters: lora deltas, or a subset of the weights."""
+        if self.meta_scope.name == "lora":
+            return self.meta_scope.logits(self.model, params, staged)
+        return functional_call(self.model, params, staged)  # the rest: the model's own weights
 
     def head_meta_loss(self, batch: Batch, neighbours: list[np.ndarray]) -> torch.Tensor:
         """The batch's mean meta loss when the meta step adapts the head only.
@@ -278,7 +294,7 @@ class MetaMbPA:
         """
         if self.options.coarse_scope != "test_set":
             return
-        self._evaluation_params = self.adapt_scope.params(self.model)  # θ: nothing to adapt on
+        self._evaluation_params = self._coarse_start()  # θ: nothing to adapt on
         sets = [examples for examples in sets if len(examples)]
         if sets and self._can_adapt():
             keys = np.concatenate([self._keys(examples) for examples in sets])
@@ -305,18 +321,19 @@ class MetaMbPA:
                         "meta-mbpa coarse_scope 'test_set': the learner gave no on_eval_sets; "
                         "adapting once per test set instead"
                     )
-                params = self.adapt_scope.params(self.model)
+                params = self._coarse_start()
                 if self._can_adapt():
                     params = self.coarse_adapt(batches)
             out = []
             with torch.no_grad():
                 for batch in batches:
                     staged = frozen_prefix(self.model, stage, *batch.inputs())
-                    logits = functional_call(
-                        self.model, params, staged, {"start": stage, "packed": True}
-                    )
-                    out.append(logits)
+                    out.append(self.adapt_scope.logits(self.model, params, staged))
             return out
+
+    def _coarse_start(self) -> Params:
+        """θ (or lora's zero delta) without its autograd graph: coarse adaptation's start."""
+        return {k: v.detach() for k, v in self.adapt_scope.start(self.model, self.seed).items()}
 
     def _can_adapt(self) -> bool:
         return bool(len(self.memory)) and self.options.steps > 0
@@ -345,31 +362,31 @@ class MetaMbPA:
     def coarse_adapt_keys(self, keys: np.ndarray) -> Params:
         """`coarse_adapt` for test inputs given by their keys (n, key_dim)."""
         slots, weights = self.pool_keys(keys)
-        stage, chunk = self.adapt_scope.stage, self.options.pool_chunk
+        scope, chunk = self.adapt_scope, self.options.pool_chunk
         losses, chunk_weights = [], []
         for s in range(0, len(slots), chunk):
             part = self.writer.batch(slots[s : s + chunk])
-            staged = frozen_prefix(self.model, stage, *part.inputs())  # inputs at the stage
+            staged = frozen_prefix(self.model, scope.stage, *part.inputs())  # at the stage
             w = torch.as_tensor(
                 weights[s : s + chunk], dtype=torch.float32, device=part.input_ids.device
             )
 
             def loss(q: Params, staged=staged, part=part, w=w) -> torch.Tensor:
-                kwargs = {"start": stage, "packed": True}
-                logits = functional_call(self.model, q, staged, kwargs)
+                logits = scope.logits(self.model, q, staged)
                 return (self.task.example_losses(logits, part) * w).sum()
 
             losses.append(loss)
             chunk_weights.append(1.0)
-        o = self.options
+        o, start = self.options, self._coarse_start()
         adapted = local_adapt(
             losses[0],
-            self.adapt_scope.params(self.model),
+            start,
             steps=o.steps,
             lr=o.adapt_lr,
             l2=o.l2,
             momentum=o.momentum,
             gradient=summed_gradient(losses, chunk_weights, self.trainer.inner_loss_scale),
+            pull=scope.pull(start, o.l2),
         )
         self.counts.coarse_adaptations += 1
         return {k: v.detach() for k, v in adapted.items()}

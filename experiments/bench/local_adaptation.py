@@ -1,4 +1,4 @@
-"""Benchmark MbPA++ local adaptation: the paper's per-example reference path vs the fast path.
+"""Benchmark MbPA++ local adaptation: the paper's per-example reference path vs the fast paths.
 
 One run, one model, one memory, the same test examples for every row. The model is MiniLM
 trained (sparse replay) over the bundled sample in order i, with every training example in
@@ -14,15 +14,20 @@ L·3·n·K·t_max + n·t_x, with n layers and t_x the test input's length. The f
 adapted layers (n for "all", 0 for "head") runs one example at a time on the real tokens only
 (see `HFEncoder.run_stages(packed=True)`): (n − N)·Σ_u t_u once for the U distinct neighbours'
 frozen prefixes (cached), plus per test example (n − N)·t_x + L·3·N·Σ_k t_k + N·t_x.
+The low-rank path (``lora<r>``, `lifelong.lowrank`) adapts every layer but never a base
+weight, so its backward pass computes activation gradients only, and a step counts 2: per test
+example L·2·n·Σ_k t_k + n·t_x (the rank-r products, r ≪ d, are left out of the count).
 
     python experiments/bench/local_adaptation.py [--examples 64] [--k 32] [--steps 30]
-        [--scopes all,top1,head]
+        [--scopes all,top1,head,lora4,lora8,lora16] [--device cpu|cuda|auto]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -31,25 +36,38 @@ from lifelong.adaptation import AdaptationOptions, LocalAdapter, parse_scope
 from lifelong.experiment.config import RunConfig
 from lifelong.experiment.runs import build_model
 from lifelong.model import Batch
+from lifelong.runtime import CPU, Runtime, on_device, to_cpu
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
 from strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
 from streams import batches, text_classification_stream
 
 
-def train(seed: int) -> tuple[MbPAPlusPlus, object, object]:
+def train(
+    seed: int, runtime: Runtime = CPU, state: Path | None = None
+) -> tuple[MbPAPlusPlus, object, object]:
     """MiniLM after MbPA++'s sparse-replay pass over the sample (order i); memory holds all.
 
     MbPA++ (not REPLAY, whose memory stores no keys) so that the memory is keyed for search.
+    With ``state``, the trained strategy is read from that file when it exists (a bench run
+    on the same seed saved it) and written there otherwise.
     """
     config = RunConfig(encoder="minilm", lr=1e-4, batch_size=16, seed=seed)
     stream = text_classification_stream("i")
-    model, task = build_model(config, stream)
-    context = StrategyContext(model, task, lr=config.lr, seed=seed)
+    model, kind = build_model(config, stream)
+    task = on_device(kind, runtime.device)
+    context = StrategyContext(
+        model.to(runtime.device), task, lr=config.lr, seed=seed, runtime=runtime
+    )
     strategy = MbPAPlusPlus(context, MbPAPlusPlusOptions(replay_every=100, replay_ratio=0.3))
+    if state is not None and state.is_file():
+        strategy.load_state_dict(torch.load(state, map_location=runtime.device, weights_only=False))
+        return strategy, stream, task
     for i, part in enumerate(stream):
         for chunk in batches(part.train, config.batch_size, shuffle=True, seed=seed + i):
             strategy.observe(task(chunk))
+    if state is not None:
+        torch.save(to_cpu(strategy.state_dict()), state)
     return strategy, stream, task
 
 
@@ -75,7 +93,7 @@ def token_layers(
     """Token-layers one path computes for the whole run (see the module docstring).
 
     Args:
-        scope: ``"reference"`` or the fast path's adapt_scope.
+        scope: ``"reference"``, the fast path's adapt_scope, or ``"lora"``.
         n: Encoder layers.
         steps: L.
         test_lengths: Tokens of each test input.
@@ -86,6 +104,8 @@ def token_layers(
     pairs = list(zip(test_lengths, neighbour_lengths))
     if scope == "reference":
         return sum(steps * 3 * n * len(ks) * max(ks) + n * tx for tx, ks in pairs)
+    if scope == "lora":
+        return sum(steps * 2 * n * sum(ks) + n * tx for tx, ks in pairs)
     adapted = {"all": n, "head": 0}[scope] if scope in ("all", "head") else int(scope[3:])
     frozen = n - adapted
     cached = frozen * sum(distinct_lengths)
@@ -94,34 +114,60 @@ def token_layers(
     )
 
 
+def parse_runs(scopes: str, num_layers: int) -> list[tuple[str, str, int]]:
+    """``--scopes`` as (path, adapt_scope, adapt_rank) runs after the reference; ``lora<r>``."""
+    runs = [("reference", "all", 8)]
+    for scope in scopes.split(","):
+        match = re.fullmatch(r"lora(\d+)", scope)
+        if match:
+            runs.append(("fast", "lora", int(match.group(1))))
+            continue
+        parse_scope(scope, num_layers)  # fail early on a bad scope
+        runs.append(("fast", scope, 8))
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", type=int, default=64)
     parser.add_argument("--k", type=int, default=32)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--adapt-lr", type=float, default=1e-3)
-    parser.add_argument("--scopes", default="all,top1,head")
+    parser.add_argument("--scopes", default="all,top1,head,lora4,lora8,lora16")
+    parser.add_argument("--chunk", type=int, default=0, help="fast_chunk (0: each path's default)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--state", type=Path, help="read the trained model and memory from here, or save them"
+    )
     args = parser.parse_args()
 
+    runtime = Runtime.resolve(args.device, "fp32")
     seed_everything(args.seed)
     start = time.perf_counter()
-    strategy, stream, task = train(args.seed)
+    strategy, stream, task = train(args.seed, runtime, args.state)
     print(
         f"trained MiniLM on the sample in {time.perf_counter() - start:.0f} s; "
-        f"memory holds {len(strategy.replay.memory)} examples",
+        f"memory holds {len(strategy.replay.memory)} examples; device {runtime.describe()}",
         flush=True,
     )
     model, writer = strategy.trainer.model, strategy.replay.writer
     batch = test_batch(stream, task, args.examples, args.seed)
     n = model.encoder.num_layers
+    runs = parse_runs(args.scopes, n)
 
-    def options(scope: str, path: str) -> AdaptationOptions:
+    def options(path: str, scope: str, rank: int) -> AdaptationOptions:
         return AdaptationOptions(
-            k=args.k, steps=args.steps, adapt_lr=args.adapt_lr, adapt_scope=scope, adapt_path=path
+            k=args.k,
+            steps=args.steps,
+            adapt_lr=args.adapt_lr,
+            adapt_scope=scope,
+            adapt_path=path,
+            adapt_rank=rank,
+            fast_chunk=args.chunk,
         )
 
-    slots = LocalAdapter(model, writer, options("all", "fast")).neighbours(batch)
+    slots = LocalAdapter(model, writer, options("fast", "all", 8)).neighbours(batch)
     distinct = sorted(set(slots.reshape(-1).tolist()))
     stored = writer.memory.get(np.array(distinct)).examples["tokens"]
     size = {s: len(t) for s, t in zip(distinct, stored)}
@@ -132,36 +178,34 @@ def main() -> None:
     )
     with torch.no_grad():
         plain = model.eval()(*batch.inputs()).argmax(-1) == batch.labels
-    rows = [("no adaptation", None, float(plain.float().mean()) * 100)]
 
-    runs = [("reference", "all")] + [("fast", s) for s in args.scopes.split(",")]
     results = {}
-    for path, scope in runs:
-        parse_scope(scope, n)  # fail early on a bad scope
-        adapter = LocalAdapter(model, writer, options(scope, path))
+    for path, scope, rank in runs:
+        label = f"{path} {scope}" + (f" r={rank}" if scope == "lora" else "")
+        adapter = LocalAdapter(model, writer, options(path, scope, rank))
+        runtime.synchronize()
         t0 = time.perf_counter()
         logits = adapter.logits(batch)
+        runtime.synchronize()
         seconds = time.perf_counter() - t0
         accuracy = float((logits.argmax(-1) == batch.labels).float().mean()) * 100
-        results[(path, scope)] = (seconds, accuracy)
-        print(
-            f"  {path:<9} {scope:<5} {len(batch) / seconds:9.3f} ex/s  acc {accuracy:5.1f}%",
-            flush=True,
-        )
+        results[label] = (scope if path == "fast" else "reference", seconds, accuracy)
+        print(f"  {label:<18} {len(batch) / seconds:9.3f} ex/s  acc {accuracy:5.1f}%", flush=True)
 
-    ref_seconds = results[("reference", "all")][0]
+    ref_seconds = results["reference all"][1]
     ref_work = token_layers("reference", n, args.steps, *lengths)
     print(
         f"\nLocal adaptation on MiniLM ({n} layers), K={args.k}, L={args.steps}, "
         f"{len(batch)} test examples ({len(distinct)} distinct neighbours), "
-        f"{torch.get_num_threads()} threads"
+        f"device {runtime.describe()}, {torch.get_num_threads()} CPU threads"
     )
     print(f"{'path':<22}{'ex/s':>9}{'speed-up':>10}{'bound':>9}{'accuracy':>10}")
-    print(f"{'no adaptation':<22}{'':>9}{'':>10}{'':>9}{rows[0][2]:9.1f}%")
-    for (path, scope), (seconds, accuracy) in results.items():
-        work = token_layers("reference" if path == "reference" else scope, n, args.steps, *lengths)
+    no_adaptation = float(plain.float().mean()) * 100
+    print(f"{'no adaptation':<22}{'':>9}{'':>10}{'':>9}{no_adaptation:9.1f}%")
+    for label, (kind, seconds, accuracy) in results.items():
+        work = token_layers(kind, n, args.steps, *lengths)
         print(
-            f"{path + ' ' + scope:<22}{len(batch) / seconds:9.3f}{ref_seconds / seconds:9.1f}x"
+            f"{label:<22}{len(batch) / seconds:9.3f}{ref_seconds / seconds:9.1f}x"
             f"{ref_work / work:8.1f}x{accuracy:9.1f}%"
         )
 

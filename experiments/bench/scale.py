@@ -78,19 +78,13 @@ def random_encoder(size: str, seed: int) -> HFEncoder:
         return HFEncoder(BertModel(SIZE[size]()), f"bert-{size} (random weights)", "pooler")
 
 
-def sync(runtime: Runtime) -> None:
-    """Wait for the device (CUDA kernels run asynchronously)."""
-    if runtime.device.type == "cuda":
-        torch.cuda.synchronize(runtime.device)
-
-
 def seconds(fn: Callable[[], object], runtime: Runtime, repeat: int = 1) -> float:
     """Wall seconds of ``repeat`` calls of ``fn``, the device synchronised at both ends."""
-    sync(runtime)
+    runtime.synchronize()
     start = time.perf_counter()
     for _ in range(repeat):
         fn()
-    sync(runtime)
+    runtime.synchronize()
     return time.perf_counter() - start
 
 
@@ -193,10 +187,10 @@ def memory_costs(n: int, dim: int, runtime: Runtime, queries: int = 1000) -> dic
             memory.write(ExampleRecords.build(tokens=[token] * len(part)), part)
         out[f"write {label}"] = (time.perf_counter() - start) / n
         memory.nearest(probe[:8], 32)  # builds the index (and moves keys to the device)
-        sync(runtime)
+        runtime.synchronize()
         start = time.perf_counter()
         memory.nearest(probe, 32)
-        sync(runtime)
+        runtime.synchronize()
         out[f"nearest {label}"] = time.perf_counter() - start
         out[f"backend {label}"] = memory.backend
         del memory

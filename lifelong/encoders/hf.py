@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -178,6 +178,7 @@ class HFEncoder(nn.Module):
         *,
         token_type_ids: torch.Tensor | None = None,
         packed: bool = False,
+        project: Projection | None = None,
     ) -> torch.Tensor:
         """Carry ``x`` from stage ``start`` to stage ``stop``.
 
@@ -192,6 +193,9 @@ class HFEncoder(nn.Module):
             packed: Run the layers' dense parts on the real tokens only (see `packed_layer`);
                 the same result, less compute on padded batches. Not under ``vmap`` (the
                 number of real tokens is data-dependent).
+            project: Applies the layers' linear projections (see `Projection`), given the
+                real tokens in row-major order (``attention_mask.reshape(-1).nonzero()``);
+                needs ``packed``.
 
         Returns:
             The representation at stage ``stop``: hidden states (b, t, d), or ``x`` unchanged
@@ -204,12 +208,14 @@ class HFEncoder(nn.Module):
         if start == 0 and stop > 0:
             x = self.model.embeddings(input_ids=x, token_type_ids=token_type_ids)  # (b, t, d)
             start = 1
+        if project is not None and not (packed and all(supports_packing(m) for m in layers)):
+            raise ValueError("a projection hook needs packed=True and BERT-style layers")
         if start < stop and packed and all(supports_packing(m) for m in layers):
             keep = attention_mask[:, None, None, :].bool()  # (b, 1, 1, t)
             index = attention_mask.reshape(-1).nonzero().squeeze(1)  # (n,) real tokens
             tokens = x.reshape(-1, x.shape[-1])[index]  # (n, d)
             for layer in layers[start - 1 : stop - 1]:
-                tokens = packed_layer(layer, tokens, index, keep)
+                tokens = packed_layer(layer, tokens, index, keep, project or _linear)
             return (
                 x.new_zeros(x.shape)
                 .view(-1, x.shape[-1])
@@ -238,6 +244,7 @@ class HFEncoder(nn.Module):
         *,
         token_type_ids: torch.Tensor | None = None,
         packed: bool = False,
+        project: Projection | None = None,
     ) -> EncoderOutput:
         """Finish encoding from stage ``start`` (see `run_stages`)."""
         hidden = self.run_stages(
@@ -247,6 +254,7 @@ class HFEncoder(nn.Module):
             self.num_layers + 1,
             token_type_ids=token_type_ids,
             packed=packed,
+            project=project,
         )
         return EncoderOutput(hidden=hidden, pooled=self.pool(hidden), memory=None)
 
@@ -255,53 +263,107 @@ def supports_packing(layer: nn.Module) -> bool:
     """Whether `packed_layer` can run ``layer`` (a BERT/RoBERTa-style encoder layer)."""
     attention = getattr(layer, "attention", None)
     core = getattr(attention, "self", None)
-    dense = (getattr(attention, "output", None), getattr(layer, "intermediate", None))
+    outputs = (getattr(attention, "output", None), getattr(layer, "output", None))
+    intermediate = getattr(layer, "intermediate", None)
     return (
         all(hasattr(core, a) for a in ("query", "key", "value", "attention_head_size", "scaling"))
-        and all(hasattr(m, "dense") for m in (*dense, getattr(layer, "output", None)))
+        and all(hasattr(m, a) for m in outputs for a in ("dense", "dropout", "LayerNorm"))
+        and all(hasattr(intermediate, a) for a in ("dense", "intermediate_act_fn"))
         and not getattr(layer, "is_decoder", False)
         and not getattr(layer, "chunk_size_feed_forward", 0)
     )
 
 
+Projection = Callable[[str, nn.Module, torch.Tensor], torch.Tensor]
+"""Applies one of a layer's linear projections: ``(name, module, x) -> y``, where ``name`` is the
+module's path inside the layer (``"attention.self.query"``, ``"intermediate.dense"``, ...). The
+default is ``module(x)``; low-rank local adaptation (`lifelong.lowrank`) adds its deltas here."""
+
+PROJECTIONS = (
+    "attention.self.query",
+    "attention.self.key",
+    "attention.self.value",
+    "attention.output.dense",
+    "intermediate.dense",
+    "output.dense",
+)
+"""The linear projections of a BERT-style layer, as `Projection` names them."""
+
+
+def _linear(name: str, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return module(x)
+
+
+def _attend(
+    core: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor
+) -> torch.Tensor:
+    """Scaled dot-product attention of (b, heads, t, head size) tensors, keys masked by ``keep``.
+
+    The fused SDPA kernel, or, while the model's attention implementation is ``"eager"``
+    (`lifelong.encoders.base.attention_implementation`), the plain softmax computation, which
+    has a double backward (second-order meta-gradients) where the CPU SDPA kernel has none.
+    """
+    dropout = core.dropout.p if core.training else 0.0
+    config = getattr(core, "config", None)
+    if getattr(config, "_attn_implementation", None) != "eager":
+        return nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=keep, dropout_p=dropout, scale=core.scaling
+        )
+    scores = (q @ k.transpose(-1, -2)) * core.scaling  # (b, heads, t, t)
+    scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    probs = nn.functional.dropout(scores.softmax(dim=-1), dropout, training=dropout > 0)
+    return probs @ v
+
+
 def packed_layer(
-    layer: nn.Module, tokens: torch.Tensor, index: torch.Tensor, keep: torch.Tensor
+    layer: nn.Module,
+    tokens: torch.Tensor,
+    index: torch.Tensor,
+    keep: torch.Tensor,
+    project: Projection = _linear,
 ) -> torch.Tensor:
     """One BERT layer over the real tokens of a padded batch ("unpadded" evaluation).
 
     The projections, the attention output and the feed-forward block act token by token, so
     they run on the n real tokens only instead of all b·t positions; only the attention scores
     need the (b, t) layout, and the tokens are scattered into it for that step alone. The
-    layer's own submodules (and hence its parameters, also under ``functional_call``) are used.
+    layer's own submodules (and hence its parameters, also under ``functional_call``) are used,
+    in the order and with the residuals, dropouts and LayerNorms of Hugging Face's
+    ``BertLayer``.
 
     Args:
         layer: A layer for which `supports_packing` holds.
         tokens: Hidden states of the real tokens, shape (n, d), in row-major (b, t) order.
         index: Their flat positions in the (b·t) grid, shape (n,).
         keep: True on real key positions, shape (b, 1, 1, t).
+        project: Applies each linear projection (see `Projection`; default: the module).
 
     Returns:
         The layer's output on the same tokens, shape (n, d).
 
     """
-    core = layer.attention.self
+    core, attention = layer.attention.self, layer.attention
     b, t = keep.shape[0], keep.shape[-1]
 
     def heads(z: torch.Tensor) -> torch.Tensor:  # (n, d) -> (b, heads, t, head size)
         grid = z.new_zeros(b * t, z.shape[-1]).index_copy(0, index, z)
         return grid.view(b, t, -1, core.attention_head_size).transpose(1, 2)
 
-    context = nn.functional.scaled_dot_product_attention(
-        heads(core.query(tokens)),
-        heads(core.key(tokens)),
-        heads(core.value(tokens)),
-        attn_mask=keep,
-        dropout_p=core.dropout.p if core.training else 0.0,
-        scale=core.scaling,
+    context = _attend(
+        core,
+        heads(project("attention.self.query", core.query, tokens)),
+        heads(project("attention.self.key", core.key, tokens)),
+        heads(project("attention.self.value", core.value, tokens)),
+        keep,
     )  # (b, heads, t, head size); padded query rows see real keys only and are dropped below
     context = context.transpose(1, 2).reshape(b * t, -1)[index]  # (n, d)
-    attended = layer.attention.output(context, tokens)  # dense, dropout, residual, LayerNorm
-    return layer.output(layer.intermediate(attended), attended)  # (n, d)
+    out = attention.output  # dense, dropout, residual, LayerNorm (BertSelfOutput)
+    dense = project("attention.output.dense", out.dense, context)
+    attended = out.LayerNorm(out.dropout(dense) + tokens)  # (n, d)
+    inner = layer.intermediate  # dense, activation (BertIntermediate)
+    hidden = inner.intermediate_act_fn(project("intermediate.dense", inner.dense, attended))
+    out = layer.output  # dense, dropout, residual, LayerNorm (BertOutput)
+    return out.LayerNorm(out.dropout(project("output.dense", out.dense, hidden)) + attended)
 
 
 def load_encoder(

@@ -47,7 +47,8 @@ def test_bad_values_are_errors():
     [
         (
             {"adapt_scope": "bogus"},
-            r"option 'adapt_scope': 'bogus' is not allowed; expected one of all, head, top<N>",
+            r"option 'adapt_scope': 'bogus' is not allowed; "
+            r"expected one of all, head, lora, top<N>",
         ),
         (
             {"write_prob": 7},

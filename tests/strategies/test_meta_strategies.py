@@ -65,6 +65,7 @@ def test_meta_strategies_are_registered_with_descriptions():
         ("meta-mbpa", {}),
         ("meta-mbpa", {"first_order": True}),
         ("meta-mbpa", {"meta_scope": "head"}),
+        ("meta-mbpa", {"meta_scope": "lora", "adapt_scope": "lora"}),
         ("oml-er", {}),
         ("anml-er", {}),
     ],
@@ -100,7 +101,7 @@ def meta_gradient(strategy, example, first_order):
         return torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params)])
 
 
-@pytest.mark.parametrize("scope", ["all", "top1", "head"])
+@pytest.mark.parametrize("scope", ["all", "top1", "head", "lora"])
 def test_second_and_first_order_meta_gradients_differ_and_are_finite(task, scope):
     strategy, context = filled_meta_mbpa(task, meta_lr=0.5, meta_scope=scope)
     context.model.eval()
@@ -398,3 +399,15 @@ def test_coarse_adaptation_over_all_test_sets_with_an_empty_memory_keeps_the_bas
             torch.testing.assert_close(
                 scores[0], context.model(first.input_ids, first.attention_mask)
             )
+
+
+def test_coarse_lora_adaptation_moves_the_predictions_and_never_the_weights(task):
+    strategy, context = filled_meta_mbpa(task, adapt_scope="lora", adapt_lr=0.05, steps=3)
+    test = task(list(toy_stream().tasks[0].test))
+    before = snapshot(context.model)
+    with torch.no_grad():
+        plain = context.model.eval()(*test.inputs())
+    adapted = strategy.predict(test)
+    assert adapted.shape == plain.shape and (adapted - plain).abs().max() > 1e-3
+    assert strategy.counts.coarse_adaptations == 1
+    assert all(torch.equal(p, before[n]) for n, p in context.model.named_parameters())

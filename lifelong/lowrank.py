@@ -1,0 +1,237 @@
+"""Low-rank local adaptation: a rank-r delta per test example on every layer (adapt_scope lora).
+
+MbPA++'s local adaptation (de Masson d'Autume et al., 2019, §3.3) fits a copy of the whole
+network to each test example's K neighbours. Batched over test examples, every example carries
+its own copy of every weight matrix, so the heavy matmuls become per-example batched matmuls and
+a GPU holds one model copy per example. Here each test example i adapts a low-rank delta
+instead, as LoRA parametrises fine-tuning (Hu et al., 2021, §4.1): for every linear projection
+W (d_out, d_in) of every encoder layer (attention query, key, value and output, feed-forward in
+and out; `lifelong.encoders.hf.PROJECTIONS`),
+
+    W̃_i = W + B_i A_i,    A_i (r, d_in),  B_i (d_out, r),
+
+and the head is adapted in full, as in the other scopes. The objective is MbPA++'s, on the
+deltas: the mean neighbour loss (α_k = 1/K) plus λ‖W̃_i − W‖² = λ‖B_i A_i‖² summed over the
+projections (computed exactly, not ‖A‖² + ‖B‖²) plus λ‖H̃_i − H‖² for the head, minimised with
+the same L steps (SGD with momentum, `lifelong.adaptation.local_adapt`).
+
+The base weights are never copied: the neighbours of all test examples in a chunk go through
+each base projection as one matmul over their real tokens (`HFEncoder.run_stages` with
+``packed=True``), and only x·A_iᵀ·B_iᵀ is per example (two batched matmuls of width r, over a
+grid of each example's tokens, `TokenOwners`). The embeddings are not adapted, so the
+neighbours' embedding outputs are computed once per distinct neighbour and cached.
+
+Initialisation: B = 0 as in LoRA, so step 0 is the base model exactly. LoRA draws A from
+Kaiming-uniform and scales BA by α/r; we draw A with orthonormal rows (A Aᵀ = I_r) and no scale,
+so that a step on B moves W̃ by −lr·G·AᵀA, the full gradient step's −lr·G projected onto r input
+directions: with the same ``adapt_lr`` the low-rank steps are on `all`'s scale, and at full rank
+(r = d_in, AᵀA = I) the first step is exactly `all`'s on these weights. The rank is capped at
+each projection's input width, where B A can express any update of W.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from lifelong.encoders.hf import PROJECTIONS
+from lifelong.model import Batch, Classifier
+
+Params = dict[str, torch.Tensor]
+
+LORA_A = ".lora_a"
+LORA_B = ".lora_b"
+HEAD = "head."
+
+
+def lora_modules(model: Classifier) -> list[str]:
+    """Paths (in ``model``) of the projections that get low-rank deltas, bottom layer first.
+
+    Raises:
+        ValueError: The encoder has no stage-wise BERT-style layers (``num_layers == 0``).
+
+    """
+    layers = model.encoder.num_layers
+    if layers == 0:
+        raise ValueError(
+            "adapt_scope 'lora' needs a BERT-style encoder with stage-wise layers; "
+            "memory-augmented encoders support adapt_scope 'head' only"
+        )
+    return [
+        f"encoder.model.encoder.layer.{i}.{name}" for i in range(layers) for name in PROJECTIONS
+    ]
+
+
+def init_lora(model: Classifier, rank: int, owners: int, seed: int = 0) -> Params:
+    """Step-0 deltas of ``owners`` test examples: orthonormal A, zero B, the base head.
+
+    Every owner starts from the same A (drawn from ``seed``, one per projection in
+    `lora_modules` order), so an example's prediction does not depend on which others share
+    its chunk.
+
+    Args:
+        model: The model whose projections and head are adapted.
+        rank: r, capped at each projection's input width.
+        owners: Test examples adapted together (the leading dimension of every tensor).
+        seed: Seed of A.
+
+    Returns:
+        ``{path + ".lora_a": (owners, r, d_in), path + ".lora_b": (owners, d_out, r)}`` for
+        every projection, and ``{"head.<name>": (owners, *shape)}`` for the head's parameters.
+
+    """
+    generator = torch.Generator().manual_seed(seed)
+    params: Params = {}
+    for path in lora_modules(model):
+        weight = model.get_submodule(path).weight  # (d_out, d_in)
+        d_out, d_in = weight.shape
+        r = min(rank, d_in)
+        gaussian = torch.randn(d_in, r, generator=generator, dtype=torch.float64)
+        rows = torch.linalg.qr(gaussian).Q.T.to(weight)  # (r, d_in), orthonormal rows
+        params[path + LORA_A] = rows.expand(owners, r, d_in).clone()
+        params[path + LORA_B] = weight.new_zeros(owners, d_out, r)
+    for name, p in model.head.named_parameters():
+        params[HEAD + name] = p.detach().expand(owners, *p.shape).clone()
+    return params
+
+
+def lora_pull(params: Params, anchor: Params, l2: float) -> Params:
+    """The gradient of λ(Σ‖B A‖² + ‖H̃ − H‖²), per owner, in closed form.
+
+    With M = B A: d‖M‖²/dA = 2 BᵀB A and d‖M‖²/dB = 2 B A Aᵀ (r × r products, never the
+    (d_out, d_in) matrix M); the head's term is 2λ(H̃ − H) against ``anchor``.
+    """
+    pull: Params = {}
+    for name, value in params.items():
+        if name.endswith(LORA_A):
+            b = params[name[: -len(LORA_A)] + LORA_B]  # (n, d_out, r)
+            pull[name] = 2 * l2 * (b.transpose(1, 2) @ b) @ value  # (n, r, d_in)
+        elif name.endswith(LORA_B):
+            a = params[name[: -len(LORA_B)] + LORA_A]  # (n, r, d_in)
+            pull[name] = 2 * l2 * value @ (a @ a.transpose(1, 2))  # (n, d_out, r)
+        else:
+            pull[name] = 2 * l2 * (value - anchor[name])
+    return pull
+
+
+def lora_penalty(params: Params, anchor: Params) -> torch.Tensor:
+    """Σ‖B A‖² + ‖H̃ − H‖² per owner, shape (n,): the pull's value (for tests and logs)."""
+    total = 0
+    for name, value in params.items():
+        if name.endswith(LORA_A):
+            b = params[name[: -len(LORA_A)] + LORA_B]
+            total = total + (b @ value).square().sum(dim=(1, 2))
+        elif not name.endswith(LORA_B):
+            total = total + (value - anchor[name]).square().flatten(1).sum(dim=1)
+    return total
+
+
+@dataclass(frozen=True)
+class TokenOwners:
+    """Which test example owns each real token of a packed batch, and where it sits in a grid.
+
+    Rows are grouped by owner (owner 0's rows first), so the real tokens, taken in row-major
+    order, are too; the grid lays each owner's tokens along one row of width ``width`` (the
+    most tokens any owner has), so a per-owner matmul is one batched matmul over the grid.
+
+    Attributes:
+        slots: Each real token's flat position in the (owners · width) grid, shape (N,).
+        owners: Number of owners n.
+        width: Tokens per owner row of the grid.
+
+    """
+
+    slots: torch.Tensor
+    owners: int
+    width: int
+
+    @classmethod
+    def of(cls, row_owner: torch.Tensor, mask: torch.Tensor, owners: int) -> TokenOwners:
+        """From each row's owner (R,), non-decreasing, and the rows' mask (R, t)."""
+        if len(row_owner) > 1 and bool((row_owner[1:] < row_owner[:-1]).any()):
+            raise ValueError("rows must be grouped by owner, owner 0 first")
+        real = mask.reshape(-1).bool()  # (R·t,)
+        token_owner = row_owner[:, None].expand(mask.shape).reshape(-1)[real]  # (N,)
+        counts = torch.bincount(token_owner, minlength=owners)  # (n,)
+        starts = torch.cumsum(counts, 0) - counts
+        rank = torch.arange(len(token_owner), device=mask.device) - starts[token_owner]
+        width = max(int(counts.max()), 1) if owners else 1
+        return cls(token_owner * width + rank, owners, width)
+
+    def lowrank(self, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Each token's x·A_oᵀ·B_oᵀ with its owner o's delta.
+
+        Args:
+            x: Token vectors (N, d_in), in the order `of` was given.
+            a: A per owner (n, r, d_in).
+            b: B per owner (n, d_out, r).
+
+        Returns:
+            (N, d_out).
+
+        """
+        grid = x.new_zeros(self.owners * self.width, x.shape[-1]).index_copy(0, self.slots, x)
+        inner = grid.view(self.owners, self.width, -1) @ a.transpose(1, 2)  # (n, w, r)
+        out = inner @ b.transpose(1, 2)  # (n, w, d_out)
+        return out.reshape(self.owners * self.width, -1).index_select(0, self.slots)  # (N, d_out)
+
+
+def lora_forward(
+    model: Classifier,
+    params: Params,
+    x: torch.Tensor,
+    mask: torch.Tensor,
+    bounds: Sequence[int],
+) -> torch.Tensor:
+    """Logits of rows given at stage 1 (embedding outputs), each owner with its own deltas.
+
+    Args:
+        model: The model; its base weights are read, never changed.
+        params: Per-owner deltas and heads (`init_lora`'s layout, n = ``len(bounds) − 1``).
+        x: Embedding outputs of the rows (R, t, d), rows grouped by owner.
+        mask: Their attention mask (R, t).
+        bounds: Owner o's rows are ``bounds[o]:bounds[o + 1]``.
+
+    Returns:
+        Row logits, (R, num_labels) or (R, t, 2), in row order.
+
+    """
+    owners = len(bounds) - 1
+    row_owner = torch.repeat_interleave(
+        torch.arange(owners, device=mask.device),
+        torch.as_tensor(list(bounds), device=mask.device).diff(),
+    )  # (R,)
+    tokens = TokenOwners.of(row_owner, mask, owners)
+    deltas = {
+        model.get_submodule(path): (params[path + LORA_A], params[path + LORA_B])
+        for path in lora_modules(model)
+    }
+
+    def project(name: str, module: nn.Module, h: torch.Tensor) -> torch.Tensor:
+        return module(h) + tokens.lowrank(h, *deltas[module])
+
+    encoded = model.encoder.resume(x, mask, 1, packed=True, project=project)
+    heads = {k[len(HEAD) :]: v for k, v in params.items() if k.startswith(HEAD)}
+    return torch.cat(
+        [
+            functional_call(
+                model.head,
+                {k: v[o] for k, v in heads.items()},
+                (encoded.rows(slice(bounds[o], bounds[o + 1])),),
+            )
+            for o in range(owners)
+        ]
+    )
+
+
+def owner_losses(
+    model: Classifier, logits: torch.Tensor, batches: Sequence[Batch], bounds: Sequence[int]
+) -> torch.Tensor:
+    """Each owner's task loss on its rows, summed over owners (their gradients stay apart)."""
+    return sum(
+        model.criterion(logits[bounds[o] : bounds[o + 1]], batch) for o, batch in enumerate(batches)
+    )
