@@ -31,7 +31,13 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from lifelong.encoders.base import attention_implementation
-from lifelong.lowrank import init_lora, lora_forward, lora_pull, owner_losses
+from lifelong.lowrank import (
+    init_lora,
+    lora_forward,
+    lora_pull,
+    owner_losses,
+    vmapped_lora_logits,
+)
 from lifelong.model import PADDING_SCORE, Batch, Classifier
 from lifelong.options import (
     Choice,
@@ -490,11 +496,18 @@ class LocalAdapter:
         return torch.cat(out).detach()  # (n, num_labels)
 
     # -- low-rank deltas, batched over test examples -------------------------------------------
-    def lora_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:
+    def lora_logits(
+        self, batch: Batch, slots: np.ndarray, batching: Literal["grid", "vmap"] = "grid"
+    ) -> torch.Tensor:
         """Adapt a rank-r delta per test example, ``fast_chunk`` examples per base matmul.
 
         See `lifelong.lowrank`. The ``reference`` path takes one example at a time.
+        ``batching`` ``vmap`` batches owners with ``torch.func.vmap`` instead of the token
+        grid (`lifelong.lowrank.vmapped_lora_logits`; one-row examples only): measured
+        against the grid by the local-adaptation bench, not used by any strategy.
         """
+        if batching == "vmap":
+            return self._vmapped_lora_logits(batch, slots)
         with torch.no_grad():
             tests, mask = self._prefix(batch)[:2]  # (rows, t, d), (rows, t) at stage 1
         chunk = self.options.fast_chunk or (16 if self.options.adapt_path == "fast" else 1)
@@ -536,6 +549,31 @@ class LocalAdapter:
                 loss, start, l2=l2, pull=lambda p: lora_pull(p, start, l2), **kwargs
             )
         return adapted
+
+    def _vmapped_lora_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:
+        if batch.groups is not None:
+            raise ValueError("vmap batching of lora needs one-row examples")
+        with torch.no_grad():
+            tests, mask = self._prefix(batch)[:2]  # (n, t, d), (n, t) at stage 1
+        self._fill_cache(slots)
+        chunk = self.options.fast_chunk or 16
+        kwargs = self._adapt_kwargs()
+        l2 = kwargs.pop("l2")
+
+        def adapt(loss: Callable[[Params], torch.Tensor], p: Params) -> Params:
+            return local_adapt(loss, p, l2=l2, pull=lambda q: lora_pull(q, p, l2), **kwargs)
+
+        out = []
+        for s in range(0, len(batch), chunk):
+            part = slice(s, s + chunk)
+            (x, nmask), labels = self._stacked_neighbours(slots[part])  # (c, k, t', d) ...
+            start = init_lora(self.model, self.scope.rank, len(x), seed=self.lora_seed)
+            tested = (tests[part][:, None], mask[part][:, None])  # (c, 1, t, d), (c, 1, t)
+            with torch.no_grad(), attention_implementation(self.model.encoder, "eager"):
+                out.append(
+                    vmapped_lora_logits(self.model, start, (x, nmask, labels), tested, adapt)
+                )
+        return torch.cat(out)  # (n, num_labels)
 
     def _owner_rows(self, slots: np.ndarray) -> tuple[Batch, list[int]]:
         """The cached rows of every owner's neighbours as one batch, owners in order.

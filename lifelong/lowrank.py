@@ -31,14 +31,15 @@ each projection's input width, where B A can express any update of W.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.func import functional_call
+from torch.func import functional_call, vmap
 
-from lifelong.encoders.hf import PROJECTIONS
+from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.hf import PROJECTIONS, packed_layer
 from lifelong.model import Batch, Classifier
 
 Params = dict[str, torch.Tensor]
@@ -103,16 +104,17 @@ def lora_pull(params: Params, anchor: Params, l2: float) -> Params:
     """The gradient of λ(Σ‖B A‖² + ‖H̃ − H‖²), per owner, in closed form.
 
     With M = B A: d‖M‖²/dA = 2 BᵀB A and d‖M‖²/dB = 2 B A Aᵀ (r × r products, never the
-    (d_out, d_in) matrix M); the head's term is 2λ(H̃ − H) against ``anchor``.
+    (d_out, d_in) matrix M); the head's term is 2λ(H̃ − H) against ``anchor``. The leading
+    owner dimension may be absent (one owner, e.g. under ``vmap``).
     """
     pull: Params = {}
     for name, value in params.items():
         if name.endswith(LORA_A):
             b = params[name[: -len(LORA_A)] + LORA_B]  # (n, d_out, r)
-            pull[name] = 2 * l2 * (b.transpose(1, 2) @ b) @ value  # (n, r, d_in)
+            pull[name] = 2 * l2 * (b.mT @ b) @ value  # (n, r, d_in)
         elif name.endswith(LORA_B):
             a = params[name[: -len(LORA_B)] + LORA_A]  # (n, r, d_in)
-            pull[name] = 2 * l2 * value @ (a @ a.transpose(1, 2))  # (n, d_out, r)
+            pull[name] = 2 * l2 * value @ (a @ a.mT)  # (n, d_out, r)
         else:
             pull[name] = 2 * l2 * (value - anchor[name])
     return pull
@@ -235,3 +237,75 @@ def owner_losses(
     return sum(
         model.criterion(logits[bounds[o] : bounds[o + 1]], batch) for o, batch in enumerate(batches)
     )
+
+
+def lora_forward_padded(
+    model: Classifier, params: Params, x: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """`lora_forward` for one owner with unbatched deltas, on every (padded) position.
+
+    The form ``torch.func.vmap`` can batch over owners (`vmapped_lora_logits`): no
+    data-dependent packing, plain x·Aᵀ·Bᵀ for the deltas.
+
+    Args:
+        model: The model.
+        params: One owner's deltas (A (r, d_in), B (d_out, r)) and head.
+        x: Embedding outputs (R, t, d).
+        mask: Their attention mask (R, t).
+
+    """
+    deltas = {
+        model.get_submodule(path): (params[path + LORA_A], params[path + LORA_B])
+        for path in lora_modules(model)
+    }
+
+    def project(name: str, module: nn.Module, h: torch.Tensor) -> torch.Tensor:
+        a, b = deltas[module]
+        return module(h) + (h @ a.mT) @ b.mT
+
+    encoder = model.encoder
+    layers = encoder.model.encoder.layer
+    keep = mask[:, None, None, :].bool()  # (R, 1, 1, t)
+    index = torch.arange(mask.numel(), device=mask.device)  # every position: vmap-safe
+    tokens = x.reshape(-1, x.shape[-1])  # (R·t, d)
+    for layer in layers:
+        tokens = packed_layer(layer, tokens, index, keep, project)
+    encoded = EncoderOutput(tokens.view(x.shape), encoder.pool(tokens.view(x.shape)))
+    heads = {k[len(HEAD) :]: v for k, v in params.items() if k.startswith(HEAD)}
+    return functional_call(model.head, heads, (encoded,))
+
+
+def vmapped_lora_logits(
+    model: Classifier,
+    start: Params,
+    neighbours: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    tests: tuple[torch.Tensor, torch.Tensor],
+    adapt: Callable[..., Params],
+) -> torch.Tensor:
+    """Low-rank adaptation batched with ``torch.func.vmap`` over owners instead of a grid.
+
+    The alternative to `lora_forward`'s explicit batching that the issue asked to measure
+    (`experiments/bench/local_adaptation.py`, row ``lora r=8 (vmap)``): each owner's K
+    neighbours are padded to a common width, so every owner has the same shapes (one-row
+    examples only); the base weights are unbatched, so their matmuls are still one call.
+
+    Args:
+        model: The model (eager attention: vmap has no rule for the CPU SDPA backward).
+        start: Step-0 parameters of every owner (`init_lora`).
+        neighbours: Embedding outputs (n, k, t, d), mask (n, k, t) and labels (n, k).
+        tests: Each owner's test row: embedding outputs (n, 1, t', d) and mask (n, 1, t').
+        adapt: `local_adapt` with every option but the loss and the parameters bound.
+
+    Returns:
+        Logits of the test rows, (n, num_labels).
+
+    """
+
+    def one(p: Params, x, mask, labels, tx, tmask) -> torch.Tensor:  # noqa: ANN001
+        def loss(q: Params) -> torch.Tensor:
+            logits = lora_forward_padded(model, q, x, mask)
+            return model.criterion(logits, Batch(x, mask, labels))
+
+        return lora_forward_padded(model, adapt(loss, p), tx, tmask)[0]
+
+    return vmap(one)(start, *neighbours, *tests)

@@ -19,7 +19,8 @@ weight, so its backward pass computes activation gradients only, and a step coun
 example L·2·n·Σ_k t_k + n·t_x (the rank-r products, r ≪ d, are left out of the count).
 
     python experiments/bench/local_adaptation.py [--examples 64] [--k 32] [--steps 30]
-        [--scopes all,top1,head,lora4,lora8,lora16] [--device cpu|cuda|auto]
+        [--scopes all,top1,head,lora4,lora8,lora16,lora8vmap] [--device cpu|cuda|auto]
+        [--state trained.pt]
 """
 
 from __future__ import annotations
@@ -114,16 +115,20 @@ def token_layers(
     )
 
 
-def parse_runs(scopes: str, num_layers: int) -> list[tuple[str, str, int]]:
-    """``--scopes`` as (path, adapt_scope, adapt_rank) runs after the reference; ``lora<r>``."""
-    runs = [("reference", "all", 8)]
+def parse_runs(scopes: str, num_layers: int) -> list[tuple[str, str, int, str]]:
+    """``--scopes`` as (path, adapt_scope, adapt_rank, batching) runs after the reference.
+
+    ``lora<r>`` is the low-rank scope at rank r batched on the token grid, ``lora<r>vmap``
+    the same batched with ``torch.func.vmap`` (`LocalAdapter.lora_logits`).
+    """
+    runs = [("reference", "all", 8, "grid")]
     for scope in scopes.split(","):
-        match = re.fullmatch(r"lora(\d+)", scope)
+        match = re.fullmatch(r"lora(\d+)(vmap)?", scope)
         if match:
-            runs.append(("fast", "lora", int(match.group(1))))
+            runs.append(("fast", "lora", int(match.group(1)), match.group(2) or "grid"))
             continue
         parse_scope(scope, num_layers)  # fail early on a bad scope
-        runs.append(("fast", scope, 8))
+        runs.append(("fast", scope, 8, "grid"))
     return runs
 
 
@@ -180,12 +185,16 @@ def main() -> None:
         plain = model.eval()(*batch.inputs()).argmax(-1) == batch.labels
 
     results = {}
-    for path, scope, rank in runs:
+    for path, scope, rank, batching in runs:
         label = f"{path} {scope}" + (f" r={rank}" if scope == "lora" else "")
+        label += " (vmap)" if batching == "vmap" else ""
         adapter = LocalAdapter(model, writer, options(path, scope, rank))
         runtime.synchronize()
         t0 = time.perf_counter()
-        logits = adapter.logits(batch)
+        if batching == "vmap":
+            logits = adapter.lora_logits(batch, adapter.neighbours(batch), batching="vmap")
+        else:
+            logits = adapter.logits(batch)
         runtime.synchronize()
         seconds = time.perf_counter() - t0
         accuracy = float((logits.argmax(-1) == batch.labels).float().mean()) * 100

@@ -171,3 +171,12 @@ def test_lora_scope_and_its_errors(setup):
     with pytest.raises(ValueError, match="head' only"):
         parse_scope("lora", 0)
     assert np.all(adapter(setup).neighbours(setup[2]) >= 0)
+
+
+def test_vmap_batching_computes_what_the_grid_does(setup):
+    _, _, test = setup
+    a = adapter(setup, momentum=0.9)
+    slots = a.neighbours(test)
+    torch.testing.assert_close(
+        a.lora_logits(test, slots, batching="vmap"), a.lora_logits(test, slots), atol=1e-5, rtol=0
+    )
