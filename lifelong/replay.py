@@ -137,8 +137,9 @@ class EpisodicWriter:
 
     Args:
         context: Supplies the model (its pre-trained encoder is copied as the key network, so
-            build this before training starts) and the task kind (how examples are keyed,
-            stored and expanded into rows).
+            build this before training starts), the task kind (how examples are keyed,
+            stored and expanded into rows), and the memory's device and search
+            (``runtime.device``, ``memory_index``).
         write_prob: Probability of writing each example (1 = all of them, as in MbPA++).
         policy: Any other write policy (e.g. `DiversityWrite`); overrides ``write_prob``.
         keyed: Whether examples are keyed. A strategy that only samples its memory (REPLAY,
@@ -167,6 +168,7 @@ class EpisodicWriter:
             policy=policy,
             seed=context.seed,
             device=context.runtime.device,
+            index=context.memory_index,
         )
         self.offered = 0  # stream examples offered to memory
         self.written = 0  # examples the policy wrote (overwrites included)

@@ -43,6 +43,10 @@ class StrategyContext:
             kind's batches land there; a strategy that builds a module of its own (ANML-ER's
             neuromodulator) moves it to ``runtime.device``; tensors it makes go next to the
             tensors they meet.
+        memory_index: The nearest-neighbour search of keyed episodic memories: the run
+            config's ``memory_index`` (``auto``, ``torch``, ``Flat`` or a FAISS factory
+            string; see `lifelong.memory.EpisodicMemory`), passed on by
+            `lifelong.replay.EpisodicWriter`.
 
     """
 
@@ -52,6 +56,7 @@ class StrategyContext:
     batch_size: int = 16
     seed: int = 0
     runtime: Runtime = CPU
+    memory_index: str = "auto"
 
 
 @runtime_checkable

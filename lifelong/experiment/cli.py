@@ -45,6 +45,7 @@ RUN_FLAGS = {
     "device": "device",
     "precision": "precision",
     "compile": "compile",
+    "memory_index": "memory_index",
 }
 
 
@@ -167,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_const",
         const=True,
         help="wrap the encoder in torch.compile (with --resume: continue compiled)",
+    )
+    run.add_argument(
+        "--memory-index",
+        help="episodic memory search: auto (the default: exact while small, a recall-checked "
+        "IVF index when large), torch, Flat or a FAISS index_factory string",
     )
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
 

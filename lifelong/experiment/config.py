@@ -109,6 +109,10 @@ class RunConfig:
     # off by default: on 2 CPU cores it costs ~15 s of compilation per input shape and gains
     # little (experiments/bench/scale.py measures it), on a GPU it is unmeasured so far
     compile: bool = False
+    # episodic memory's nearest-neighbour search: "auto" (exact while small, a recall-checked
+    # IVF index when large; lifelong.memory.search.choose_index), "torch" (exact, on the run's
+    # device), "Flat" (FAISS exact) or any FAISS index_factory string (e.g. "IVF1024,Flat")
+    memory_index: str = "auto"
     # token ids of every split, tokenised once and reused by every run on the same data
     # (lifelong.tasks.cache): "auto" = $LIFELONG_CACHE_DIR, else ~/.cache/lifelong, /tokens;
     # "off" = tokenise once per run, in memory only; or a directory
@@ -116,6 +120,7 @@ class RunConfig:
 
     def check(self) -> None:
         """Stream names and orders and the QA windows, without loading anything."""
+        from lifelong.memory.search import check_index
         from lifelong.runtime import DeviceError, check_device_name
         from streams.core import UnknownNameError
         from streams.registry import check_stream
@@ -128,6 +133,10 @@ class RunConfig:
             check_device_name(self.device)
         except DeviceError as err:
             raise OptionsError(f"key 'device': {err}") from None
+        try:
+            check_index(self.memory_index)
+        except ValueError as err:
+            raise OptionsError(f"key 'memory_index': {err}") from None
         if self.segment_ids and self.stream != "fewrel":
             raise OptionsError(
                 f"key 'segment_ids': applies to the fewrel stream only, got stream "

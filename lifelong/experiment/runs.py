@@ -281,7 +281,13 @@ def _train(job: _Job) -> RunOutcome:
         log.info("encoder compiled (torch.compile)")
     task = on_device(cached_kind(config, task, stream), runtime.device)
     context = StrategyContext(
-        model, task, lr=config.lr, batch_size=config.batch_size, seed=config.seed, runtime=runtime
+        model,
+        task,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        seed=config.seed,
+        runtime=runtime,
+        memory_index=config.memory_index,
     )
     strategy: Strategy = registry.build(config.strategy, context, job.options)
     log.info("strategy %s with %s", config.strategy, job.options)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,12 +25,28 @@ import numpy as np
 import torch
 
 from lifelong.files import atomic_write_bytes
+from lifelong.memory import search
 from lifelong.memory.policies import WriteAll, WritePolicy, fresh_policy, policy_from_state
 from lifelong.memory.records import ExampleRecords, RaggedStore
-from lifelong.memory.search import Backend, TorchFlatIndex, build_index, choose_backend
+from lifelong.memory.search import (
+    AUTO,
+    TORCH,
+    Backend,
+    IndexChoice,
+    TorchFlatIndex,
+    TorchIVFIndex,
+    build_index,
+    check_index,
+    choose_backend,
+    choose_index,
+)
 
 if TYPE_CHECKING:
     import faiss
+
+    Index = faiss.Index | TorchFlatIndex | TorchIVFIndex
+
+log = logging.getLogger(__name__)
 
 FORMAT = "lifelong.episodic_memory"
 VERSION = 2
@@ -67,13 +84,23 @@ class EpisodicMemory:
         key_dim: Width of the keys; 0 for a memory that stores no keys and is only sampled
             (`write` then takes ``keys=None`` and `nearest` raises).
         policy: Which examples to write (default: all).
-        index: A FAISS ``index_factory`` string; ``"Flat"`` is exact L2 (the default),
-            ``"HNSW32"`` an approximate graph index for large memories.
+        index: ``"auto"`` (the default): chosen by size as the memory grows, and chosen
+            again each time it has doubled (`lifelong.memory.search.choose_index`: exact
+            search while small; when large, an IVF index checked on the stored keys to find
+            at least 95% of the exact 32 nearest neighbours, else exact search);
+            ``"torch"``: exact search in torch on ``device`` (`TorchFlatIndex`); or a FAISS
+            ``index_factory`` string, used as given: ``"Flat"`` is exact L2, ``"HNSW32"`` or
+            ``"IVF1024,Flat"`` approximate (FAISS's default ``nprobe`` of 1; with
+            ``backend="torch"``, ``"IVF<n>,Flat"`` is `TorchIVFIndex`).
         seed: Seed of the memory's own generator (sampling and write decisions).
         device: The run's device: searches run there when it is a GPU (FAISS's GPU build
             when installed, else an exact torch search on the device; `lifelong.memory.search`).
         backend: ``auto`` (see `lifelong.memory.search.choose_backend`), ``faiss`` or
             ``torch`` (exact search on ``device``; also used wherever FAISS is missing).
+
+    Raises:
+        ValueError: A bad ``key_dim``, a policy that needs keys without them, or an ``index``
+            that is none of the above (or needs FAISS where it is not installed).
 
     """
 
@@ -82,7 +109,7 @@ class EpisodicMemory:
         key_dim: int,
         *,
         policy: WritePolicy | None = None,
-        index: str = "Flat",
+        index: str = AUTO,
         seed: int = 0,
         device: torch.device | str = "cpu",
         backend: Backend = "auto",
@@ -91,8 +118,14 @@ class EpisodicMemory:
             raise ValueError(f"key_dim must be >= 0 (0: a memory without keys), got {key_dim}")
         if key_dim == 0 and getattr(policy, "needs_keys", False):
             raise ValueError(f"{type(policy).__name__} decides by the keys: key_dim must be >= 1")
+        check_index(index, key_dim or None)
+        if index == TORCH:
+            backend = TORCH
         self.device = torch.device(device)
-        self.backend = choose_backend(self.device, index, backend)
+        self.requested_backend: Backend = backend
+        self.backend = choose_backend(
+            self.device, "Flat" if index in (AUTO, TORCH) else index, backend
+        )
         self.key_dim = key_dim
         self.policy: WritePolicy = policy if policy is not None else WriteAll()
         self.index_spec = index
@@ -100,8 +133,10 @@ class EpisodicMemory:
         self._size = 0
         self._keys = np.zeros((0, key_dim), dtype=np.float32)
         self._fields: dict[str, RaggedStore] = {}
-        self._index: faiss.Index | None = None
+        self._index: Index | None = None
         self._indexed = 0  # keys [0, _indexed) are in the index and unchanged since
+        self._choice: IndexChoice | None = None  # what serves the search (None: none built)
+        self._chosen_at = 0  # the size it was chosen for
 
     def __len__(self) -> int:
         return self._size
@@ -232,16 +267,74 @@ class EpisodicMemory:
         distances, slots = index.search(queries, k)
         return distances, slots.astype(np.int64)
 
-    def _synced_index(self) -> faiss.Index | TorchFlatIndex:
-        if self._index is None or self._indexed < self._index.ntotal:
-            self._index = build_index(self.key_dim, self.index_spec, self.device, self.backend)
+    @property
+    def index_choice(self) -> IndexChoice | None:
+        """What serves `nearest` now (``None`` until the first search builds an index)."""
+        return self._choice
+
+    def _synced_index(self) -> Index:
+        regrown = self._size >= search.REGROW * self._chosen_at
+        if self._index is None or (self.index_spec == AUTO and regrown):
+            self._choose()
+        if self._indexed < self._index.ntotal:  # slots overwritten: re-add, keep the training
+            self._index.reset()
             self._indexed = 0
-            if not self._index.is_trained:
-                self._index.train(self._keys[: self._size])
         if self._indexed < self._size:
             self._index.add(self._keys[self._indexed : self._size])
             self._indexed = self._size
         return self._index
+
+    def _choose(self) -> None:
+        """Choose the search for the current size, (re)build its index, log a change."""
+        if self.index_spec == AUTO:
+            choice = choose_index(self._size, self.device, self.requested_backend)
+        else:
+            spec = "Flat" if self.index_spec == TORCH else self.index_spec
+            choice = IndexChoice(spec, self.backend)
+        self._chosen_at = self._size
+        if choice == self._choice and choice.exact and self._index is not None:
+            return  # the same exact search: keep adding to it
+        index = build_index(self.key_dim, choice.spec, self.device, choice.backend)
+        if not index.is_trained:
+            index, choice = self._trained(index, choice)
+        self._index, self._indexed = index, index.ntotal
+        if self._choice is None or choice.describe() != self._choice.describe():
+            size = f"{self._size:,}"
+            log.info(
+                "episodic memory search: %s -> %s (size %s)",
+                self.index_spec,
+                choice.describe(),
+                size,
+            )
+        self._choice = choice
+
+    def _trained(self, index: Index, choice: IndexChoice) -> tuple[Index, IndexChoice]:
+        """``index`` trained on (a sample of) the stored keys and holding them all.
+
+        An IVF index `choose_index` proposed is checked on the stored keys
+        (`lifelong.memory.search.tune_nprobe`); where no ``nprobe`` reaches the recall target,
+        an exact index stands in.
+        """
+        keys = self._keys[: self._size]
+        rng = np.random.default_rng(self._size)  # not the memory's own: sampling is unchanged
+        lists = getattr(index, "nlist", 0)  # IVF: a sample of keys per list is enough
+        index.train(search.train_sample(keys, lists, rng) if lists else keys)
+        index.add(keys)
+        if not choice.probes:
+            return index, choice
+        checked = search.tune_nprobe(index, keys, choice, rng)
+        if checked is not None:
+            return index, checked
+        exact = search.exact_choice(choice)
+        log.info(
+            "episodic memory search: %s below recall@%d %.2f at every nprobe tried (%s): %s",
+            choice.spec,
+            search.CHECK_K,
+            search.RECALL_TARGET,
+            ", ".join(map(str, choice.probes)),
+            exact.describe(),
+        )
+        return build_index(self.key_dim, "Flat", self.device, exact.backend), exact
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
@@ -328,13 +421,18 @@ class EpisodicMemory:
         return self.to_bytes()
 
     def load_state_dict(self, state: bytes) -> None:
-        """Restore this memory in place from what `state_dict` returned (it keeps its device)."""
-        device, backend = self.device, self.backend
+        """Restore this memory in place from what `state_dict` returned.
+
+        The memory keeps its device and its search settings (``index``, ``backend``: the run's
+        config decides them, not the checkpoint's); the index is rebuilt on the next search.
+        """
+        keep = ("device", "backend", "requested_backend", "index_spec")
+        settings = {name: getattr(self, name) for name in keep}
         loaded = EpisodicMemory.from_bytes(state, key_dim=self.key_dim if self.keyed else None)
         if not self.keyed:  # a checkpoint of a version that keyed this memory: drop the keys
             loaded.key_dim, loaded._keys, loaded._index = 0, loaded._keys[:, :0].copy(), None
         self.__dict__.update(loaded.__dict__)
-        self.device, self.backend = device, backend
+        self.__dict__.update(settings)
 
     def state(self) -> dict[str, Any]:
         """A short description for logs: size, key width, policy."""

@@ -77,12 +77,14 @@ def test_backends_are_chosen_by_device_index_and_what_is_installed(monkeypatch):
     assert choose_backend(cuda, "HNSW32") == "faiss"  # approximate: FAISS on the CPU
     monkeypatch.setattr(search_module, "faiss_has_gpu", lambda: True)
     assert choose_backend(cuda, "Flat") == "faiss-gpu"
-    with pytest.raises(ValueError, match="'HNSW32'.*exact .'Flat'. only"):
+    with pytest.raises(ValueError, match="'HNSW32'.*'Flat' .exact. or 'IVF<n>,Flat' only"):
         choose_backend(cpu, "HNSW32", "torch")
+    assert choose_backend(cpu, "IVF64,Flat", "torch") == "torch"  # TorchIVFIndex
     monkeypatch.setattr(search_module, "faiss_installed", lambda: False)
     assert choose_backend(cpu, "Flat") == "torch"  # no FAISS at all: still searches
+    assert choose_backend(cpu, "IVF64,Flat") == "torch"
     with pytest.raises(ValueError, match="FAISS is not installed"):
-        choose_backend(cpu, "IVF64,Flat")
+        choose_backend(cpu, "HNSW32")
 
 
 @pytest.mark.cuda
