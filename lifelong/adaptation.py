@@ -219,7 +219,9 @@ class AdaptScope:
             return init_lora(model, self.rank, 1, seed)
         return {n: p for n, p in model.named_parameters() if n.startswith(self.prefixes)}
 
-    def logits(self, model: Classifier, params: Params, inputs: Sequence[torch.Tensor]) -> Any:
+    def logits(
+        self, model: Classifier, params: Params, inputs: Sequence[torch.Tensor]
+    ) -> torch.Tensor:
         """Logits of inputs at ``stage`` (`frozen_prefix`) under the adapted ``params``."""
         if self.name == "lora":
             x, mask = inputs[:2]  # stage 1: the token types are in the embeddings already
