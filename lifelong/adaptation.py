@@ -544,13 +544,13 @@ class LocalAdapter:
             logits = lora_forward(model, p, neighbours.input_ids, neighbours.attention_mask, bounds)
             return owner_losses(model, logits, parts, bounds)
 
-        kwargs = self._adapt_kwargs()
-        l2 = kwargs.pop("l2")
         with torch.no_grad():  # torch.func.grad still differentiates inside
-            adapted = local_adapt(
-                loss, start, l2=l2, pull=lambda p: lora_pull(p, start, l2), **kwargs
-            )
-        return adapted
+            return self._lora_adapt(loss, start)
+
+    def _lora_adapt(self, loss: Callable[[Params], torch.Tensor], start: Params) -> Params:
+        """`local_adapt` from the deltas ``start`` with the scope's exact λ||BA||² pull."""
+        kwargs = self._adapt_kwargs()
+        return local_adapt(loss, start, pull=self.scope.pull(start, kwargs["l2"]), **kwargs)
 
     def _vmapped_lora_logits(self, batch: Batch, slots: np.ndarray) -> torch.Tensor:
         if batch.groups is not None:
@@ -559,12 +559,6 @@ class LocalAdapter:
             tests, mask = self._prefix(batch)[:2]  # (n, t, d), (n, t) at stage 1
         self._fill_cache(slots)
         chunk = self.options.fast_chunk or 16
-        kwargs = self._adapt_kwargs()
-        l2 = kwargs.pop("l2")
-
-        def adapt(loss: Callable[[Params], torch.Tensor], p: Params) -> Params:
-            return local_adapt(loss, p, l2=l2, pull=lambda q: lora_pull(q, p, l2), **kwargs)
-
         out = []
         for s in range(0, len(batch), chunk):
             part = slice(s, s + chunk)
@@ -573,7 +567,9 @@ class LocalAdapter:
             tested = (tests[part][:, None], mask[part][:, None])  # (c, 1, t, d), (c, 1, t)
             with torch.no_grad(), attention_implementation(self.model.encoder, "eager"):
                 out.append(
-                    vmapped_lora_logits(self.model, start, (x, nmask, labels), tested, adapt)
+                    vmapped_lora_logits(
+                        self.model, start, (x, nmask, labels), tested, self._lora_adapt
+                    )
                 )
         return torch.cat(out)  # (n, num_labels)
 
