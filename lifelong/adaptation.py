@@ -31,6 +31,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from lifelong.encoders.base import attention_implementation
+from lifelong.encoders.hf import PackedLayout
 from lifelong.lowrank import (
     init_lora,
     lora_forward,
@@ -310,7 +311,8 @@ class AdaptationOptions(LocalAdaptationOptions):
 
     adapt_path: Literal["fast", "reference"] = "fast"  # batched/cached, or one example at a time
     retrieval: Literal["nearest", "random"] = "nearest"  # key network + memory, or MbPA++-rand
-    fast_chunk: NonNegativeInt = 0  # test examples per call; 0 = 64 head, 16 lora, else 1
+    # test examples per call; 0 = 64 head, lora 16 on CUDA (1 on CPU: measured faster), else 1
+    fast_chunk: NonNegativeInt = 0
 
 
 WORD_EMBEDDINGS = "encoder.model.embeddings.word_embeddings.weight"
@@ -499,20 +501,23 @@ class LocalAdapter:
 
     # -- low-rank deltas, batched over test examples -------------------------------------------
     def lora_logits(
-        self, batch: Batch, slots: np.ndarray, batching: Literal["grid", "vmap"] = "grid"
+        self, batch: Batch, slots: np.ndarray, batching: Literal["packed", "vmap"] = "packed"
     ) -> torch.Tensor:
         """Adapt a rank-r delta per test example, ``fast_chunk`` examples per base matmul.
 
         See `lifelong.lowrank`. The ``reference`` path takes one example at a time.
-        ``batching`` ``vmap`` batches owners with ``torch.func.vmap`` instead of the token
-        grid (`lifelong.lowrank.vmapped_lora_logits`; one-row examples only): measured
-        against the grid by the local-adaptation bench, not used by any strategy.
+        ``batching`` ``vmap`` batches owners with ``torch.func.vmap`` instead of packing
+        their real tokens (`lifelong.lowrank.vmapped_lora_logits`; one-row examples only):
+        measured against packing by the local-adaptation bench, not used by any strategy.
         """
         if batching == "vmap":
             return self._vmapped_lora_logits(batch, slots)
         with torch.no_grad():
             tests, mask = self._prefix(batch)[:2]  # (rows, t, d), (rows, t) at stage 1
-        chunk = self.options.fast_chunk or (16 if self.options.adapt_path == "fast" else 1)
+        # one owner per chunk on a CPU: with 16, 512 neighbour rows' activations (19 GB peak on
+        # MiniLM) made a step 2x slower per example than 16 one-owner chunks (README bench)
+        batched = self.options.adapt_path == "fast" and tests.device.type == "cuda"
+        chunk = self.options.fast_chunk or (16 if batched else 1)
         groups = batch.row_groups
         out = []
         for s in range(0, batch.num_examples, chunk):
@@ -540,8 +545,11 @@ class LocalAdapter:
         model = self.model
         start = init_lora(model, self.scope.rank, len(slots), seed=self.lora_seed)
 
+        x, mask = neighbours.input_ids, neighbours.attention_mask  # (R, t, d), (R, t)
+        layout = PackedLayout.of(mask)  # the same rows at every step
+
         def loss(p: Params) -> torch.Tensor:
-            logits = lora_forward(model, p, neighbours.input_ids, neighbours.attention_mask, bounds)
+            logits = lora_forward(model, p, x, mask, bounds, layout)
             return owner_losses(model, logits, parts, bounds)
 
         with torch.no_grad():  # torch.func.grad still differentiates inside

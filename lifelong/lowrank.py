@@ -17,8 +17,8 @@ the same L steps (SGD with momentum, `lifelong.adaptation.local_adapt`).
 
 The base weights are never copied: the neighbours of all test examples in a chunk go through
 each base projection as one matmul over their real tokens (`HFEncoder.run_stages` with
-``packed=True``), and only x·A_iᵀ·B_iᵀ is per example (two batched matmuls of width r, over a
-grid of each example's tokens, `TokenOwners`). The embeddings are not adapted, so the
+``packed=True``), and only x·A_iᵀ·B_iᵀ is per example (two matmuls of width r on the run of
+example i's tokens, `TokenOwners`). The embeddings are not adapted, so the
 neighbours' embedding outputs are computed once per distinct neighbour and cached.
 
 Initialisation: B = 0 as in LoRA, so step 0 is the base model exactly. LoRA draws A from
@@ -39,7 +39,7 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 from lifelong.encoders.base import EncoderOutput
-from lifelong.encoders.hf import PROJECTIONS, packed_layer
+from lifelong.encoders.hf import PROJECTIONS, PackedLayout, packed_layer
 from lifelong.model import Batch, Classifier
 
 Params = dict[str, torch.Tensor]
@@ -134,35 +134,30 @@ def lora_penalty(params: Params, anchor: Params) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class TokenOwners:
-    """Which test example owns each real token of a packed batch, and where it sits in a grid.
+    """How many real tokens of a packed batch each test example owns.
 
     Rows are grouped by owner (owner 0's rows first), so the real tokens, taken in row-major
-    order, are too; the grid lays each owner's tokens along one row of width ``width`` (the
-    most tokens any owner has), so a per-owner matmul is one batched matmul over the grid.
+    order, are too: owner o's tokens are one contiguous run, and its x·A_oᵀ·B_oᵀ is two small
+    matmuls on a view of that run. (An earlier version scattered the tokens into an (owners,
+    most tokens) grid for two batched matmuls; filling and copying that padded grid for every
+    projection cost more than the matmuls, see the README's local-adaptation bench.)
 
     Attributes:
-        slots: Each real token's flat position in the (owners · width) grid, shape (N,).
-        owners: Number of owners n.
-        width: Tokens per owner row of the grid.
+        counts: Real tokens of each owner, in owner order.
 
     """
 
-    slots: torch.Tensor
-    owners: int
-    width: int
+    counts: tuple[int, ...]
 
     @classmethod
     def of(cls, row_owner: torch.Tensor, mask: torch.Tensor, owners: int) -> TokenOwners:
         """From each row's owner (R,), non-decreasing, and the rows' mask (R, t)."""
         if len(row_owner) > 1 and bool((row_owner[1:] < row_owner[:-1]).any()):
             raise ValueError("rows must be grouped by owner, owner 0 first")
-        real = mask.reshape(-1).bool()  # (R·t,)
-        token_owner = row_owner[:, None].expand(mask.shape).reshape(-1)[real]  # (N,)
-        counts = torch.bincount(token_owner, minlength=owners)  # (n,)
-        starts = torch.cumsum(counts, 0) - counts
-        rank = torch.arange(len(token_owner), device=mask.device) - starts[token_owner]
-        width = max(int(counts.max()), 1) if owners else 1
-        return cls(token_owner * width + rank, owners, width)
+        per_row = mask.bool().sum(dim=1)  # (R,)
+        counts = torch.zeros(owners, dtype=per_row.dtype, device=mask.device)
+        counts = counts.index_add(0, row_owner, per_row)  # (owners,)
+        return cls(tuple(counts.tolist()))
 
     def lowrank(self, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Each token's x·A_oᵀ·B_oᵀ with its owner o's delta.
@@ -176,10 +171,8 @@ class TokenOwners:
             (N, d_out).
 
         """
-        grid = x.new_zeros(self.owners * self.width, x.shape[-1]).index_copy(0, self.slots, x)
-        inner = grid.view(self.owners, self.width, -1) @ a.transpose(1, 2)  # (n, w, r)
-        out = inner @ b.transpose(1, 2)  # (n, w, d_out)
-        return out.reshape(self.owners * self.width, -1).index_select(0, self.slots)  # (N, d_out)
+        runs = x.split(self.counts)  # owner o's tokens (N_o, d_in), views
+        return torch.cat([(run @ a[o].mT) @ b[o].mT for o, run in enumerate(runs)])
 
 
 def lora_forward(
@@ -188,6 +181,7 @@ def lora_forward(
     x: torch.Tensor,
     mask: torch.Tensor,
     bounds: Sequence[int],
+    layout: PackedLayout | None = None,
 ) -> torch.Tensor:
     """Logits of rows given at stage 1 (embedding outputs), each owner with its own deltas.
 
@@ -197,6 +191,8 @@ def lora_forward(
         x: Embedding outputs of the rows (R, t, d), rows grouped by owner.
         mask: Their attention mask (R, t).
         bounds: Owner o's rows are ``bounds[o]:bounds[o + 1]``.
+        layout: ``PackedLayout.of(mask)``, kept by a caller that runs many steps on the
+            same rows.
 
     Returns:
         Row logits, (R, num_labels) or (R, t, 2), in row order.
@@ -216,7 +212,7 @@ def lora_forward(
     def project(name: str, module: nn.Module, h: torch.Tensor) -> torch.Tensor:
         return module(h) + tokens.lowrank(h, *deltas[module])
 
-    encoded = model.encoder.resume(x, mask, 1, packed=True, project=project)
+    encoded = model.encoder.resume(x, mask, 1, packed=True, project=project, layout=layout)
     heads = {k[len(HEAD) :]: v for k, v in params.items() if k.startswith(HEAD)}
     return torch.cat(
         [
@@ -265,11 +261,10 @@ def lora_forward_padded(
 
     encoder = model.encoder
     layers = encoder.model.encoder.layer
-    keep = mask[:, None, None, :].bool()  # (R, 1, 1, t)
-    index = torch.arange(mask.numel(), device=mask.device)  # every position: vmap-safe
+    layout = PackedLayout.dense(mask)  # every position, one block: vmap-safe
     tokens = x.reshape(-1, x.shape[-1])  # (R·t, d)
     for layer in layers:
-        tokens = packed_layer(layer, tokens, index, keep, project)
+        tokens = packed_layer(layer, tokens, layout, project)
     encoded = EncoderOutput(tokens.view(x.shape), encoder.pool(tokens.view(x.shape)))
     heads = {k[len(HEAD) :]: v for k, v in params.items() if k.startswith(HEAD)}
     return functional_call(model.head, heads, (encoded,))
@@ -282,7 +277,7 @@ def vmapped_lora_logits(
     tests: tuple[torch.Tensor, torch.Tensor],
     adapt: Callable[..., Params],
 ) -> torch.Tensor:
-    """Low-rank adaptation batched with ``torch.func.vmap`` over owners instead of a grid.
+    """Low-rank adaptation batched with ``torch.func.vmap`` over owners instead of packing.
 
     The alternative to `lora_forward`'s explicit batching that the issue asked to measure
     (`experiments/bench/local_adaptation.py`, row ``lora r=8 (vmap)``): each owner's K

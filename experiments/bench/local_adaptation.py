@@ -18,9 +18,14 @@ The low-rank path (``lora<r>``, `lifelong.lowrank`) adapts every layer but never
 weight, so its backward pass computes activation gradients only, and a step counts 2: per test
 example L·2·n·Σ_k t_k + n·t_x (the rank-r products, r ≪ d, are left out of the count).
 
+A row named with ``@bf16`` (e.g. ``lora8@bf16``) runs under bf16 autocast, as a run with
+``precision: bf16`` evaluates (`lifelong.runtime.Runtime.autocast`); the reference is always
+fp32, the paper's path. The bound counts work, not its precision, so a bf16 row can pass it:
+on a CPU with AVX512-BF16 (or AMX) a bf16 matmul runs several times faster than an fp32 one.
+
     python experiments/bench/local_adaptation.py [--examples 64] [--k 32] [--steps 30]
-        [--scopes all,top1,head,lora4,lora8,lora16,lora8vmap] [--device cpu|cuda|auto]
-        [--state trained.pt]
+        [--scopes all,top1,head,lora4,lora8,lora16,lora8vmap,lora8@bf16,all@bf16]
+        [--device cpu|cuda|auto] [--state trained.pt]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import argparse
 import re
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -115,20 +121,43 @@ def token_layers(
     )
 
 
-def parse_runs(scopes: str, num_layers: int) -> list[tuple[str, str, int, str]]:
-    """``--scopes`` as (path, adapt_scope, adapt_rank, batching) runs after the reference.
+class Run(NamedTuple):
+    """One row of the bench: a path, its scope and how it batches and computes."""
 
-    ``lora<r>`` is the low-rank scope at rank r batched on the token grid, ``lora<r>vmap``
-    the same batched with ``torch.func.vmap`` (`LocalAdapter.lora_logits`).
+    path: str
+    scope: str
+    rank: int = 8
+    batching: str = "packed"
+    precision: str = "fp32"
+
+    @property
+    def label(self) -> str:
+        text = f"{self.path} {self.scope}" + (f" r={self.rank}" if self.scope == "lora" else "")
+        text += " (vmap)" if self.batching == "vmap" else ""
+        return text + ("" if self.precision == "fp32" else f" {self.precision}")
+
+
+def parse_runs(scopes: str, num_layers: int) -> list[Run]:
+    """``--scopes`` as the runs after the reference (which is always fp32).
+
+    ``lora<r>`` is the low-rank scope at rank r on the packed tokens, ``lora<r>vmap`` the same
+    batched with ``torch.func.vmap`` (`LocalAdapter.lora_logits`). A suffix ``@bf16`` (or
+    ``@fp16``) runs that row under the run config's mixed precision (``Runtime.autocast``):
+    e.g. ``lora8@bf16``, ``all@bf16``.
     """
-    runs = [("reference", "all", 8, "grid")]
-    for scope in scopes.split(","):
+    runs = [Run("reference", "all")]
+    for text in scopes.split(","):
+        scope, _, precision = text.partition("@")
+        precision = precision or "fp32"
+        if precision not in ("fp32", "bf16", "fp16"):
+            raise SystemExit(f"--scopes {text!r}: precision must be fp32, bf16 or fp16")
         match = re.fullmatch(r"lora(\d+)(vmap)?", scope)
         if match:
-            runs.append(("fast", "lora", int(match.group(1)), match.group(2) or "grid"))
+            batching = "vmap" if match.group(2) else "packed"
+            runs.append(Run("fast", "lora", int(match.group(1)), batching, precision))
             continue
         parse_scope(scope, num_layers)  # fail early on a bad scope
-        runs.append(("fast", scope, 8, "grid"))
+        runs.append(Run("fast", scope, precision=precision))
     return runs
 
 
@@ -138,7 +167,11 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=32)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--adapt-lr", type=float, default=1e-3)
-    parser.add_argument("--scopes", default="all,top1,head,lora4,lora8,lora16")
+    parser.add_argument(
+        "--scopes",
+        default="all,top1,head,lora4,lora8,lora16,lora8vmap,lora8@bf16,all@bf16",
+        help="comma-separated rows after the reference (see the module docstring)",
+    )
     parser.add_argument("--chunk", type=int, default=0, help="fast_chunk (0: each path's default)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--seed", type=int, default=0)
@@ -185,21 +218,23 @@ def main() -> None:
         plain = model.eval()(*batch.inputs()).argmax(-1) == batch.labels
 
     results = {}
-    for path, scope, rank, batching in runs:
-        label = f"{path} {scope}" + (f" r={rank}" if scope == "lora" else "")
-        label += " (vmap)" if batching == "vmap" else ""
-        adapter = LocalAdapter(model, writer, options(path, scope, rank))
+    for row in runs:
+        adapter = LocalAdapter(model, writer, options(row.path, row.scope, row.rank))
+        precise = Runtime.resolve(str(runtime.device), row.precision)
         runtime.synchronize()
         t0 = time.perf_counter()
-        if batching == "vmap":
-            logits = adapter.lora_logits(batch, adapter.neighbours(batch), batching="vmap")
-        else:
-            logits = adapter.logits(batch)
+        with precise.autocast():
+            if row.batching == "vmap":
+                logits = adapter.lora_logits(batch, adapter.neighbours(batch), batching="vmap")
+            else:
+                logits = adapter.logits(batch)
         runtime.synchronize()
         seconds = time.perf_counter() - t0
         accuracy = float((logits.argmax(-1) == batch.labels).float().mean()) * 100
-        results[label] = (scope if path == "fast" else "reference", seconds, accuracy)
-        print(f"  {label:<18} {len(batch) / seconds:9.3f} ex/s  acc {accuracy:5.1f}%", flush=True)
+        kind = row.scope if row.path == "fast" else "reference"
+        results[row.label] = (kind, seconds, accuracy)
+        rate = len(batch) / seconds
+        print(f"  {row.label:<24} {rate:9.3f} ex/s  acc {accuracy:5.1f}%", flush=True)
 
     ref_seconds = results["reference all"][1]
     ref_work = token_layers("reference", n, args.steps, *lengths)
@@ -208,13 +243,13 @@ def main() -> None:
         f"{len(batch)} test examples ({len(distinct)} distinct neighbours), "
         f"device {runtime.describe()}, {torch.get_num_threads()} CPU threads"
     )
-    print(f"{'path':<22}{'ex/s':>9}{'speed-up':>10}{'bound':>9}{'accuracy':>10}")
+    print(f"{'path':<28}{'ex/s':>9}{'speed-up':>10}{'bound':>9}{'accuracy':>10}")
     no_adaptation = float(plain.float().mean()) * 100
-    print(f"{'no adaptation':<22}{'':>9}{'':>10}{'':>9}{no_adaptation:9.1f}%")
+    print(f"{'no adaptation':<28}{'':>9}{'':>10}{'':>9}{no_adaptation:9.1f}%")
     for label, (kind, seconds, accuracy) in results.items():
         work = token_layers(kind, n, args.steps, *lengths)
         print(
-            f"{label:<22}{len(batch) / seconds:9.3f}{ref_seconds / seconds:9.1f}x"
+            f"{label:<28}{len(batch) / seconds:9.3f}{ref_seconds / seconds:9.1f}x"
             f"{ref_work / work:8.1f}x{accuracy:9.1f}%"
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,7 @@ class HFEncoder(nn.Module):
         token_type_ids: torch.Tensor | None = None,
         packed: bool = False,
         project: Projection | None = None,
+        layout: PackedLayout | None = None,
     ) -> torch.Tensor:
         """Carry ``x`` from stage ``start`` to stage ``stop``.
 
@@ -196,6 +198,8 @@ class HFEncoder(nn.Module):
             project: Applies the layers' linear projections (see `Projection`), given the
                 real tokens in row-major order (``attention_mask.reshape(-1).nonzero()``);
                 needs ``packed``.
+            layout: ``PackedLayout.of(attention_mask)``, when the caller keeps it across
+                calls on the same mask (e.g. the steps of a local adaptation).
 
         Returns:
             The representation at stage ``stop``: hidden states (b, t, d), or ``x`` unchanged
@@ -211,15 +215,14 @@ class HFEncoder(nn.Module):
         if project is not None and not (packed and all(supports_packing(m) for m in layers)):
             raise ValueError("a projection hook needs packed=True and BERT-style layers")
         if start < stop and packed and all(supports_packing(m) for m in layers):
-            keep = attention_mask[:, None, None, :].bool()  # (b, 1, 1, t)
-            index = attention_mask.reshape(-1).nonzero().squeeze(1)  # (n,) real tokens
-            tokens = x.reshape(-1, x.shape[-1])[index]  # (n, d)
+            layout = PackedLayout.of(attention_mask) if layout is None else layout
+            tokens = x.reshape(-1, x.shape[-1])[layout.index]  # (n, d) real tokens
             for layer in layers[start - 1 : stop - 1]:
-                tokens = packed_layer(layer, tokens, index, keep, project or _linear)
+                tokens = packed_layer(layer, tokens, layout, project or _linear)
             return (
                 x.new_zeros(x.shape)
                 .view(-1, x.shape[-1])
-                .index_copy(0, index, tokens)
+                .index_copy(0, layout.index, tokens)
                 .view(x.shape)
             )
         if start < stop:
@@ -245,6 +248,7 @@ class HFEncoder(nn.Module):
         token_type_ids: torch.Tensor | None = None,
         packed: bool = False,
         project: Projection | None = None,
+        layout: PackedLayout | None = None,
     ) -> EncoderOutput:
         """Finish encoding from stage ``start`` (see `run_stages`)."""
         hidden = self.run_stages(
@@ -255,6 +259,7 @@ class HFEncoder(nn.Module):
             token_type_ids=token_type_ids,
             packed=packed,
             project=project,
+            layout=layout,
         )
         return EncoderOutput(hidden=hidden, pooled=self.pool(hidden), memory=None)
 
@@ -315,27 +320,120 @@ def _attend(
     return probs @ v
 
 
+@dataclass(frozen=True)
+class Bucket:
+    """Rows of similar length whose attention runs as one padded block.
+
+    Attributes:
+        start: First token of the bucket in bucket order (see `PackedLayout.order`).
+        stop: One past its last token.
+        positions: Each of its tokens' flat position in the (rows · width) block, shape
+            (stop − start,); a row's real tokens sit at the front of its block row.
+        keep: True on the block's real key positions, shape (rows, 1, 1, width).
+
+    """
+
+    start: int
+    stop: int
+    positions: torch.Tensor
+    keep: torch.Tensor
+
+
+@dataclass(frozen=True)
+class PackedLayout:
+    """Where the real tokens of a padded (b, t) batch are, and how attention groups them.
+
+    Every dense part of a layer acts token by token on the n real tokens (row-major order).
+    Attention needs rows; padding every row to the batch's longest costs b·t² scores, so the
+    rows are sorted by length and cut into buckets, each padded only to its own longest row
+    (`of`): on the sample's neighbour batches (lengths 10 to 128) this removes most of the
+    attention's padded work. Positions are already in the embeddings, so packing a row's
+    real tokens to the front of its block row changes no score.
+
+    Attributes:
+        index: The real tokens' flat positions in the (b · t) batch, shape (n,).
+        order: The real tokens in bucket order (``tokens[order]``), or ``None`` when that is
+            the row-major order itself.
+        inverse: Its inverse permutation (``None`` with ``order``).
+        buckets: The attention blocks, in bucket order.
+
+    """
+
+    index: torch.Tensor
+    order: torch.Tensor | None
+    inverse: torch.Tensor | None
+    buckets: tuple[Bucket, ...]
+
+    @classmethod
+    def of(cls, attention_mask: torch.Tensor, rows_per_bucket: int = 16) -> PackedLayout:
+        """Length buckets of about ``rows_per_bucket`` rows each (data-dependent: not under vmap).
+
+        Args:
+            attention_mask: 1 on real tokens, shape (b, t).
+            rows_per_bucket: Rows per bucket (the last takes the remainder); each bucket is
+                one attention call, so fewer rows mean less padding and more calls.
+
+        """
+        mask = attention_mask.bool()
+        b = mask.shape[0]
+        index = mask.reshape(-1).nonzero().squeeze(1)  # (n,)
+        lengths = mask.sum(dim=1)  # (b,)
+        if b <= rows_per_bucket:
+            return cls(index, None, None, (_bucket(lengths, 0),))
+        by_length = torch.argsort(lengths, stable=True)  # (b,)
+        # each real token's row and its rank within the row, in row-major order
+        row = index // mask.shape[1]  # (n,)
+        first = torch.cumsum(lengths, 0) - lengths  # (b,) first token of each row
+        rank = torch.arange(len(index), device=mask.device) - first[row]
+        sorted_first = torch.cumsum(lengths[by_length], 0) - lengths[by_length]
+        where = torch.empty_like(by_length)
+        where[by_length] = torch.arange(b, device=mask.device)  # row -> its place when sorted
+        inverse = sorted_first[where[row]] + rank  # (n,) token -> its place in bucket order
+        order = torch.empty_like(inverse)
+        order[inverse] = torch.arange(len(index), device=mask.device)
+        buckets, start = [], 0
+        for s in range(0, b, rows_per_bucket):
+            part = lengths[by_length[s : s + rows_per_bucket]]
+            buckets.append(_bucket(part, start))
+            start = buckets[-1].stop
+        return cls(index, order, inverse, tuple(buckets))
+
+    @classmethod
+    def dense(cls, attention_mask: torch.Tensor) -> PackedLayout:
+        """Every (b · t) position as a token, one bucket: no data-dependent shapes (vmap-safe)."""
+        b, t = attention_mask.shape
+        index = torch.arange(b * t, device=attention_mask.device)
+        keep = attention_mask[:, None, None, :].bool()  # (b, 1, 1, t)
+        return cls(index, None, None, (Bucket(0, b * t, index, keep),))
+
+
+def _bucket(lengths: torch.Tensor, start: int) -> Bucket:
+    """A bucket of rows with these lengths (b',), its tokens from ``start`` in bucket order."""
+    width = max(int(lengths.max()), 1) if len(lengths) else 1
+    real = torch.arange(width, device=lengths.device) < lengths[:, None]  # (b', width)
+    positions = real.reshape(-1).nonzero().squeeze(1)
+    return Bucket(start, start + len(positions), positions, real[:, None, None, :])
+
+
 def packed_layer(
     layer: nn.Module,
     tokens: torch.Tensor,
-    index: torch.Tensor,
-    keep: torch.Tensor,
+    layout: PackedLayout,
     project: Projection = _linear,
 ) -> torch.Tensor:
     """One BERT layer over the real tokens of a padded batch ("unpadded" evaluation).
 
     The projections, the attention output and the feed-forward block act token by token, so
     they run on the n real tokens only instead of all b·t positions; only the attention scores
-    need the (b, t) layout, and the tokens are scattered into it for that step alone. The
-    layer's own submodules (and hence its parameters, also under ``functional_call``) are used,
-    in the order and with the residuals, dropouts and LayerNorms of Hugging Face's
-    ``BertLayer``.
+    need rows, and the tokens are scattered into each length bucket's block for that step
+    alone (`PackedLayout`). The layer's own submodules (and hence its parameters, also under
+    ``functional_call``) are used, in the order and with the residuals, dropouts and
+    LayerNorms of Hugging Face's ``BertLayer``.
 
     Args:
         layer: A layer for which `supports_packing` holds.
         tokens: Hidden states of the real tokens, shape (n, d), in row-major (b, t) order.
-        index: Their flat positions in the (b·t) grid, shape (n,).
-        keep: True on real key positions, shape (b, 1, 1, t).
+        layout: Where they sit and how attention groups their rows (`PackedLayout.of`).
         project: Applies each linear projection (see `Projection`; default: the module).
 
     Returns:
@@ -343,20 +441,31 @@ def packed_layer(
 
     """
     core, attention = layer.attention.self, layer.attention
-    b, t = keep.shape[0], keep.shape[-1]
+    size = core.attention_head_size
 
-    def heads(z: torch.Tensor) -> torch.Tensor:  # (n, d) -> (b, heads, t, head size)
-        grid = z.new_zeros(b * t, z.shape[-1]).index_copy(0, index, z)
-        return grid.view(b, t, -1, core.attention_head_size).transpose(1, 2)
+    def blocks(z: torch.Tensor) -> list[torch.Tensor]:  # (n, d) -> [(b', heads, t', size)]
+        z = z if layout.order is None else z[layout.order]  # bucket order
+        out = []
+        for bucket in layout.buckets:
+            rows, width = bucket.keep.shape[0], bucket.keep.shape[-1]
+            grid = z.new_zeros(rows * width, z.shape[-1])
+            grid = grid.index_copy(0, bucket.positions, z[bucket.start : bucket.stop])
+            out.append(grid.view(rows, width, -1, size).transpose(1, 2))
+        return out
 
-    context = _attend(
-        core,
-        heads(project("attention.self.query", core.query, tokens)),
-        heads(project("attention.self.key", core.key, tokens)),
-        heads(project("attention.self.value", core.value, tokens)),
-        keep,
-    )  # (b, heads, t, head size); padded query rows see real keys only and are dropped below
-    context = context.transpose(1, 2).reshape(b * t, -1)[index]  # (n, d)
+    queries, keys, values = (
+        blocks(project(f"attention.self.{name}", getattr(core, name), tokens))
+        for name in ("query", "key", "value")
+    )
+    context = torch.cat(
+        [
+            _attend(core, q, k, v, bucket.keep)  # (b', heads, t', size)
+            .transpose(1, 2)
+            .reshape(-1, tokens.shape[-1])[bucket.positions]  # padded query rows dropped
+            for q, k, v, bucket in zip(queries, keys, values, layout.buckets)
+        ]
+    )  # (n, d) in bucket order
+    context = context if layout.inverse is None else context[layout.inverse]  # row-major
     out = attention.output  # dense, dropout, residual, LayerNorm (BertSelfOutput)
     dense = project("attention.output.dense", out.dense, context)
     attended = out.LayerNorm(out.dropout(dense) + tokens)  # (n, d)

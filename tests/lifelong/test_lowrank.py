@@ -173,7 +173,7 @@ def test_lora_scope_and_its_errors(setup):
     assert np.all(adapter(setup).neighbours(setup[2]) >= 0)
 
 
-def test_vmap_batching_computes_what_the_grid_does(setup):
+def test_vmap_batching_computes_what_packing_does(setup):
     _, _, test = setup
     a = adapter(setup, momentum=0.9)
     slots = a.neighbours(test)

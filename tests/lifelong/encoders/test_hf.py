@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from lifelong.encoders.hf import HFEncoder, load_encoder, supports_packing
+from lifelong.encoders.hf import HFEncoder, PackedLayout, load_encoder, supports_packing
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +24,40 @@ def test_stages_compose_to_the_plain_forward(padded_batch):
     torch.testing.assert_close(staged[real], plain[real], atol=1e-5, rtol=0)
 
 
+@pytest.fixture(scope="module")
+def ragged_batch():
+    """Seven rows of lengths 1 to 9 in no order, one with a hole (real tokens after padding)."""
+    torch.manual_seed(1)
+    lengths = [4, 9, 1, 7, 2, 9, 5]
+    mask = (torch.arange(9) < torch.tensor(lengths)[:, None]).long()
+    mask[3, 2] = 0  # a hole: the row's real tokens are not all at the front
+    ids = torch.randint(1000, 2000, mask.shape)
+    return ids * mask, mask
+
+
+def test_packed_layout_buckets_rows_by_length(ragged_batch):
+    _, mask = ragged_batch
+    layout = PackedLayout.of(mask, rows_per_bucket=3)
+    n = int(mask.sum())
+    assert torch.equal(layout.index, mask.reshape(-1).nonzero().squeeze(1))
+    assert torch.equal(layout.order[layout.inverse], torch.arange(n))  # a permutation
+    widths = [bucket.keep.shape[-1] for bucket in layout.buckets]
+    rows = [bucket.keep.shape[0] for bucket in layout.buckets]
+    # real tokens per row, sorted: 1 2 4 | 5 6 9 | 9 (the row with a hole has 6)
+    assert rows == [3, 3, 1] and widths == [4, 9, 9]
+    assert [b.stop - b.start for b in layout.buckets] == [7, 20, 9]
+    assert layout.buckets[-1].stop == n
+    single = PackedLayout.of(mask)  # few rows: one bucket, row-major order
+    assert single.order is None and len(single.buckets) == 1
+
+
 @pytest.mark.parametrize("start", [0, 1, 2])
-def test_packed_layers_match_padded_ones_and_their_gradients(padded_batch, start):
+@pytest.mark.parametrize("batch", ["padded_batch", "ragged_batch"])
+def test_packed_layers_match_padded_ones_and_their_gradients(request, batch, start):
     encoder = load_encoder("tiny").eval()
     assert all(supports_packing(layer) for layer in encoder.model.encoder.layer)
-    ids, mask = padded_batch
+    ids, mask = request.getfixturevalue(batch)
+    layout = PackedLayout.of(mask, rows_per_bucket=2)  # several buckets when ragged
     x = encoder.run_stages(ids, mask, 0, start).detach()
     stop = encoder.num_layers + 1
     real = mask.bool()
@@ -36,7 +65,7 @@ def test_packed_layers_match_padded_ones_and_their_gradients(padded_batch, start
     outputs, grads = [], []
     for packed in (False, True):
         encoder.zero_grad()
-        out = encoder.run_stages(x, mask, start, stop, packed=packed)  # (b, t, d)
+        out = encoder.run_stages(x, mask, start, stop, packed=packed, layout=layout)
         out[real].square().sum().backward()
         outputs.append(out)
         grads.append(

@@ -1,0 +1,45 @@
+"""The local-adaptation bench parses its rows and counts each path's work."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "experiments" / "bench"
+
+
+@pytest.fixture()
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("local_adaptation", None)
+    import local_adaptation
+
+    return local_adaptation
+
+
+def test_rows_name_scope_rank_batching_and_precision(bench):
+    runs = bench.parse_runs("all,head,lora8,lora16vmap,lora8@bf16,all@bf16", 6)
+    assert [r.label for r in runs] == [
+        "reference all",
+        "fast all",
+        "fast head",
+        "fast lora r=8",
+        "fast lora r=16 (vmap)",
+        "fast lora r=8 bf16",
+        "fast all bf16",
+    ]
+    assert runs[0].precision == "fp32"  # the reference is the paper's fp32 path
+    assert (runs[4].rank, runs[4].batching) == (16, "vmap")
+    with pytest.raises(SystemExit, match="precision must be"):
+        bench.parse_runs("lora8@int8", 6)
+    with pytest.raises(ValueError):
+        bench.parse_runs("top9", 6)  # more layers than the encoder has
+
+
+def test_token_layers_count_padding_for_the_reference_only(bench):
+    # one test input of 3 tokens, its K = 2 neighbours of 4 and 2 tokens, 2 layers, 1 step
+    args = (2, 1, [3], [[4, 2]], [4, 2])
+    assert bench.token_layers("reference", *args) == 1 * 3 * 2 * 2 * 4 + 2 * 3
+    assert bench.token_layers("all", *args) == 3 * 2 * 6 + 2 * 3
+    assert bench.token_layers("lora", *args) == 2 * 2 * 6 + 2 * 3
+    assert bench.token_layers("head", *args) == 2 * 6 + 2 * 3
