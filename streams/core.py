@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -201,14 +202,15 @@ def sample_examples(
     return tuple(examples[i] for i in np.sort(picked))
 
 
-Reader = Callable[[Path, str], list[Example]]
-"""Reads and validates one split's file: ``read(path, split) -> examples`` (split: train/test)."""
+Reader = Callable[[Any, str], list[Example]]
+"""Reads and validates one split: ``read(source, split) -> examples`` (split: train/test;
+source: the split's file, or what names it, e.g. ``"squad test split (hf)"``)."""
 
 
 def load_task(
     name: str,
     labels: tuple[int, ...],
-    files: Mapping[str, Path],
+    files: Mapping[str, Path | str],
     read: Reader,
     *,
     sizes: Mapping[str, int | None],
@@ -220,7 +222,7 @@ def load_task(
     Args:
         name: The task's name.
         labels: Its label ids in the stream's label space.
-        files: The ``"train"`` and ``"test"`` files.
+        files: The ``"train"`` and ``"test"`` files (or names of the splits' sources).
         read: The family's reader.
         sizes: Examples to sample per split (``None``: all).
         seed: The run's sampling seed.

@@ -46,11 +46,12 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from streams.core import DataFormatError, Example, Task, TaskStream
+from streams.hf import HubSource, Split, describe_source, open_split, require_datasets
 
 if TYPE_CHECKING:
     from streams.registry import StreamSpec
@@ -224,6 +225,111 @@ def read_relation_file(path: str | Path, n_relations: int) -> list[RelationLine]
 
 def _data_dir(data_dir: str | Path | None) -> Path:
     return Path(data_dir) if data_dir is not None else SAMPLE_DIR
+
+
+# ---------------------------------------------------------------------------------------------
+# Hugging Face datasets (data_source "hf")
+# ---------------------------------------------------------------------------------------------
+
+HUB_SOURCE = HubSource(
+    None,
+    None,
+    {"train": "train", "test": "test"},
+    ("relation", "candidates", "sentence"),
+    note="Wang et al.'s lifelong FewRel (candidate sets included) is not on the hub; "
+    "thunlp/few_rel is FewRel 1.0 without them. Convert the release with "
+    "streams.fewrel.fewrel_dataset(DIR).save_to_disk('DIR_HF/fewrel')",
+)
+"""Lifelong FewRel in ``datasets`` form: splits ``train`` (``training_data.txt``) and ``test``
+(``val_data.txt``); columns ``relation`` (a ``ClassLabel`` whose names are the relation names,
+so the gold id is 0-based and the names travel with the data), ``candidates`` (0-based ids of
+the line's candidates, the gold allowed as in the files) and ``sentence``. `fewrel_dataset`
+writes it from the files."""
+
+
+def read_hf_relations(
+    data_dir: str | Path | None,
+) -> tuple[list[str], list[RelationLine], list[RelationLine]]:
+    """Relation names, training lines and test lines from a ``datasets`` copy (`HUB_SOURCE`).
+
+    Row ``i`` gets line number ``i + 1``, which seeds its candidate shuffle, so a dataset
+    converted by `fewrel_dataset` from files without blank lines gives the same examples.
+
+    Raises:
+        DataFormatError: No copy (the hub has none), a missing split or column, a
+            ``relation`` column that is not a ``ClassLabel``, or a malformed row (as
+            `parse_relation_line`, naming the split and row).
+
+    """
+    train = open_split("fewrel", "train", HUB_SOURCE, data_dir)
+    test = open_split("fewrel", "test", HUB_SOURCE, data_dir)
+    names = train.class_names("relation")
+    if names is None:
+        raise DataFormatError(
+            f"{train.where}: column 'relation' must be a ClassLabel naming the relations"
+        )
+    if test.class_names("relation") != names:
+        raise DataFormatError(f"{test.where}: column 'relation' names other relations than train")
+    cleaned = [clean_relation_name(n) for n in names]
+    return cleaned, _hf_lines(train, len(names)), _hf_lines(test, len(names))
+
+
+def _hf_lines(opened: Split, n_relations: int) -> list[RelationLine]:
+    lines = []
+    for i, row in opened.rows():
+        where = opened.at(i)
+        gold = _hf_id(row["relation"], "relation", n_relations, where)
+        candidates = row["candidates"]
+        if not isinstance(candidates, list) or not candidates:
+            raise DataFormatError(f"{where}: 'candidates' must be a non-empty list of ids")
+        ids = (_hf_id(c, "candidate id", n_relations, where) for c in candidates)
+        negatives = tuple(dict.fromkeys(c for c in ids if c != gold))
+        if not negatives:
+            raise DataFormatError(f"{where}: the candidates hold no negative (only the gold id)")
+        sentence = " ".join(str(row["sentence"] or "").split())
+        if not sentence:
+            raise DataFormatError(f"{where}: empty sentence")
+        lines.append(RelationLine(gold, negatives, sentence, opened.uid(i), i + 1))
+    if not lines:
+        raise DataFormatError(f"{opened.where}: the split has no rows")
+    return lines
+
+
+def _hf_id(value: object, what: str, n_relations: int, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n_relations:
+        raise DataFormatError(
+            f"{where}: {what} {value!r} is not a relation id in 0..{n_relations - 1}"
+        )
+    return value
+
+
+def fewrel_dataset(data_dir: str | Path | None = None) -> Any:
+    """Wang et al.'s lifelong-FewRel files as a ``datasets.DatasetDict`` (`HUB_SOURCE` form).
+
+    ``fewrel_dataset(DIR).save_to_disk("HF/fewrel")`` (or ``.push_to_hub(...)``) makes a copy
+    that ``--data-source hf --data-dir HF`` reads; the stream built from it equals the one
+    built from the files.
+    """
+    datasets = require_datasets()
+    root = _data_dir(data_dir)
+    names = relation_names(root)
+    features = datasets.Features(
+        {
+            "relation": datasets.ClassLabel(names=names),
+            "candidates": datasets.Sequence(datasets.Value("int32")),
+            "sentence": datasets.Value("string"),
+        }
+    )
+    splits = {}
+    for split, file in (("train", TRAIN_FILE), ("test", TEST_FILE)):
+        lines = read_relation_file(root / file, len(names))
+        columns = {
+            "relation": [x.gold for x in lines],
+            "candidates": [[x.gold, *x.negatives] for x in lines],
+            "sentence": [x.sentence for x in lines],
+        }
+        splits[split] = datasets.Dataset.from_dict(columns, features=features)
+    return datasets.DatasetDict(splits)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,6 +601,7 @@ def fewrel_stream(
     train_size: int | None = None,
     test_size: int | None = None,
     cluster_seed: int = CLUSTER_SEED,
+    data_source: str = "files",
 ) -> TaskStream:
     """Build the lifelong FewRel stream: relation clusters as tasks, in a shuffled order.
 
@@ -511,6 +618,8 @@ def fewrel_stream(
         train_size: Training sentences per relation, at most (all if ``None``).
         test_size: Test sentences per relation, at most (all if ``None``).
         cluster_seed: K-means ``random_state`` (Holla et al.: 0), independent of ``seed``.
+        data_source: ``"files"`` or ``"hf"`` (a ``datasets`` copy in ``data_dir``/fewrel:
+            `HUB_SOURCE`, `read_hf_relations`).
 
     Returns:
         A ``kind="relation"`` `TaskStream`; task names are ``"c<i>"`` with ``i`` the cluster's
@@ -528,10 +637,14 @@ def fewrel_stream(
             "fewrel_stream needs exactly one of embed= (e.g. the key encoder's name embedding) "
             "or glove= (a GloVe text file) to cluster the relation names"
         )
-    root = _data_dir(data_dir)
-    names = relation_names(root)
-    train_lines = read_relation_file(root / TRAIN_FILE, len(names))
-    test_lines = read_relation_file(root / TEST_FILE, len(names))
+    if data_source == "hf":
+        root: Path | str = f"hf: {data_dir}" if data_dir is not None else "hf: hub"
+        names, train_lines, test_lines = read_hf_relations(data_dir)
+    else:
+        root = _data_dir(data_dir)
+        names = relation_names(root)
+        train_lines = read_relation_file(root / TRAIN_FILE, len(names))
+        test_lines = read_relation_file(root / TEST_FILE, len(names))
     embedder = embed if embed is not None else glove_embedder(glove)  # type: ignore[arg-type]
     clusters = cluster_relations(names, n_tasks, cluster_seed, embedder)
     log.info("relations per cluster: %s", [len(c) for c in clusters])
@@ -557,7 +670,7 @@ def fewrel_stream(
         log.info(
             "c%d: %d relations, %d train / %d test", c, len(clusters[c]), len(train), len(test)
         )
-    source = "bundled sample" if data_dir is None else str(data_dir)
+    source = describe_source(data_dir, data_source)
     return TaskStream(
         tuple(tasks),
         tuple(names),
@@ -595,4 +708,5 @@ def from_spec(spec: StreamSpec) -> TaskStream:
         glove=spec.glove,
         train_size=spec.train_size,
         test_size=spec.test_size,
+        data_source=spec.data_source,
     )

@@ -61,6 +61,7 @@ from streams.core import (
     load_task,
     resolve_order,
 )
+from streams.hf import HubSource, Split, describe_source, open_split
 
 if TYPE_CHECKING:
     from streams.registry import StreamSpec
@@ -356,20 +357,41 @@ def load_squad_file(
     """
     path = Path(path)
     spec = QA_DATASETS.get(dataset)
-    case_folded = spec.case_folded_answers if spec else False
     if quac is None:
         quac = spec is not None and spec.quac
     raw = _read_json(path)
     if quac:
         raw = convert_quac(raw, source=str(path))
+    return squad_examples(raw, str(path), dataset, f"{dataset}/{path.name}", training=training)
+
+
+def squad_examples(
+    raw: Any, source: str, dataset: str, uid_prefix: str, *, training: bool = True
+) -> list[Example]:
+    """Validate parsed SQuAD-form data (a file's, or rows of a hub dataset) into examples.
+
+    Args:
+        raw: ``{"data": [{"paragraphs": [{"context", "qas": [...]}]}]}``.
+        source: What ``raw`` came from, the prefix of every error.
+        dataset: Dataset name; a name in `QA_DATASETS` with case-folded answers (TriviaQA)
+            matches them case-insensitively.
+        uid_prefix: Examples' uids are ``"<uid_prefix>:<question id>"``.
+        training: As `load_squad_file`.
+
+    Raises:
+        DataFormatError: As `load_squad_file`, naming ``source`` and the question id.
+
+    """
+    spec = QA_DATASETS.get(dataset)
+    case_folded = spec.case_folded_answers if spec else False
     examples: list[Example] = []
     seen: dict[str, str] = {}
     unanswered = 0
-    for location, paragraph, qas in _iter_qas(raw, str(path)):
+    for location, paragraph, qas in _iter_qas(raw, source):
         context = paragraph["context"]
         for k, qa in enumerate(qas):
-            qid = _question_id(qa, f"{path}: {location}.qas[{k}]")
-            where = f"{path}: question {qid!r}"
+            qid = _question_id(qa, f"{source}: {location}.qas[{k}]")
+            where = f"{source}: question {qid!r}"
             if qid in seen:
                 raise DataFormatError(f"{where}: duplicate question id (also at {seen[qid]})")
             seen[qid] = f"{location}.qas[{k}]"
@@ -382,13 +404,184 @@ def load_squad_file(
                     raise DataFormatError(f"{where}: no answers (a training question needs one)")
                 unanswered += 1
                 continue
-            uid = f"{dataset}/{path.name}:{qid}"
+            uid = f"{uid_prefix}:{qid}"
             examples.append(Example(question, 0, context, uid, answers=answers))
     if unanswered:
-        log.info("%s: dropped %d questions without answers", path, unanswered)
+        log.info("%s: dropped %d questions without answers", source, unanswered)
     if not examples:
-        raise DataFormatError(f"{path}: the file has no answerable questions")
+        raise DataFormatError(f"{source}: no answerable questions")
     return examples
+
+
+# ---------------------------------------------------------------------------------------------
+# Hugging Face datasets (data_source "hf")
+# ---------------------------------------------------------------------------------------------
+
+QA_HUB: dict[str, HubSource] = {
+    "squad": HubSource(
+        "rajpurkar/squad",
+        "plain_text",
+        {"train": "train", "test": "validation"},
+        ("id", "context", "question", "answers"),
+    ),
+    "trivia_web": HubSource(
+        "mandarjoshi/trivia_qa",
+        "rc.web",
+        {"train": "train", "test": "validation"},
+        ("question", "question_id", "entity_pages", "search_results", "answer"),
+    ),
+    "trivia_wiki": HubSource(
+        "mandarjoshi/trivia_qa",
+        "rc.wikipedia",
+        {"train": "train", "test": "validation"},
+        ("question", "question_id", "entity_pages", "search_results", "answer"),
+    ),
+    "quac": HubSource(
+        "allenai/quac",
+        "plain_text",
+        {"train": "train", "test": "validation"},
+        ("dialogue_id", "context", "questions", "turn_ids", "answers", "orig_answers"),
+        revision="refs/convert/parquet",  # main holds only a loading script
+    ),
+}
+"""Where each QA dataset is on the Hugging Face hub (`streams.hf`), from the dataset cards
+(2026-11): our test split is the hub's ``validation`` split, as it is the released dev file.
+SQuAD rows are SQuAD questions; QuAC rows are dialogues (one question per turn, converted by
+`convert_quac` as the JSON files are); TriviaQA rows are raw questions with their evidence
+documents, converted by `trivia_paragraphs` as the official converter converts the files."""
+
+TRIVIA_MAX_TOKENS = 800
+"""Context length of TriviaQA's SQuAD converter (``utils/convert_to_squad_format.py``:
+``max_num_tokens=800``)."""
+
+
+def read_hf_qa(name: str, split: str, data_dir: str | Path | None) -> list[Example]:
+    """Read and validate one split of a QA dataset from Hugging Face ``datasets``.
+
+    Args:
+        name: A key of `QA_DATASETS`.
+        split: ``"train"`` or ``"test"`` (the hub's validation split).
+        data_dir: A directory holding ``<name>/`` (``save_to_disk`` or parquet, see
+            `streams.hf`), or ``None`` for the hub.
+
+    Raises:
+        DataFormatError: A missing split or column, or a question that fails the checks of
+            `load_squad_file` (naming the dataset, the split and the row or question id).
+
+    """
+    opened = open_split(name, split, QA_HUB[name], data_dir)
+    training = split == "train"
+    if name == "squad":
+        raw = {"data": [_squad_row(row, opened.at(i)) for i, row in opened.rows()]}
+    elif name == "quac":
+        raw = {"data": [_quac_row(row, opened.at(i)) for i, row in opened.rows()]}
+        raw = convert_quac(raw, source=opened.where)
+    else:
+        raw = {"data": [{"paragraphs": trivia_paragraphs(opened, training=training)}]}
+    return squad_examples(raw, opened.where, name, f"{name}/{split}", training=training)
+
+
+def _answer_lists(answers: Any, text_key: str, start_key: str, where: str) -> list[dict]:
+    texts = _field(answers, text_key, list, where)
+    starts = _field(answers, start_key, list, where)
+    if len(texts) != len(starts):
+        raise DataFormatError(f"{where}: {len(texts)} answer texts but {len(starts)} answer starts")
+    return [{"text": t, "answer_start": a} for t, a in zip(texts, starts)]
+
+
+def _squad_row(row: dict, where: str) -> dict:
+    answers = _answer_lists(row["answers"], "text", "answer_start", f"{where} answers")
+    qa = {"id": row["id"], "question": row["question"], "answers": answers}
+    return {"title": row.get("title", ""), "paragraphs": [{"context": row["context"], "qas": [qa]}]}
+
+
+def _quac_row(row: dict, where: str) -> dict:
+    # a hub row is one dialogue: per-turn lists, as QuAC's JSON has per-turn objects
+    questions = _field(row, "questions", list, where)
+    turn_ids = _field(row, "turn_ids", list, where)
+    answers = _field(row, "answers", dict, where)
+    texts = _field(answers, "texts", list, f"{where} answers")
+    starts = _field(answers, "answer_starts", list, f"{where} answers")
+    orig = _answer_lists(row["orig_answers"], "texts", "answer_starts", f"{where} orig_answers")
+    lengths = {len(questions), len(turn_ids), len(texts), len(starts), len(orig)}
+    if len(lengths) != 1:
+        raise DataFormatError(
+            f"{where}: per-turn lists of different lengths (questions {len(questions)}, "
+            f"turn_ids {len(turn_ids)}, answers {len(texts)}/{len(starts)}, orig_answers "
+            f"{len(orig)})"
+        )
+    qas = []
+    for k, (turn, question) in enumerate(zip(turn_ids, questions)):
+        turn_answers = _answer_lists(
+            {"texts": texts[k], "answer_starts": starts[k]},
+            "texts",
+            "answer_starts",
+            f"{where} turn {turn!r}",
+        )
+        qas.append(
+            {"id": turn, "question": question, "answers": turn_answers, "orig_answer": orig[k]}
+        )
+    title = row.get("wikipedia_page_title", "")
+    return {"title": title, "paragraphs": [{"context": row["context"], "qas": qas}]}
+
+
+def trivia_paragraphs(opened: Split, *, training: bool) -> list[dict]:
+    """TriviaQA rows as SQuAD paragraphs, one per (question, evidence document).
+
+    As the official converter (``utils/convert_to_squad_format.py``, mandarjoshi90/triviaqa)
+    turns the released files into SQuAD form: each of a question's documents (Wikipedia
+    pages, then web search results) becomes a paragraph whose question id is
+    ``<question id>--<document file name>``; the context is the document's first 800 tokens;
+    the answer is the first of the question's *normalised* aliases (in their order) found in
+    the lower-cased context, at that position; a training question whose document holds no
+    alias is dropped, a development one is kept without answers (and then dropped by
+    `squad_examples`, as it cannot be scored).
+
+    Deviations: tokens here are whitespace-separated words, where the converter uses NLTK's
+    word tokenizer and re-joins its tokens with spaces (so its contexts split punctuation off);
+    the converter's 80,000-question cap on the Web training set and its shuffle are not
+    applied (``train_size`` samples instead). A document repeated for one question is used
+    once.
+    """
+    paragraphs = []
+    for i, row in opened.rows():
+        where = opened.at(i)
+        qid = _field(row, "question_id", str, where)
+        question = _field(row, "question", str, where)
+        aliases = _field(_field(row, "answer", dict, where), "normalized_aliases", list, where)
+        seen: set[str] = set()
+        for filename, text in _trivia_documents(row, where):
+            if filename in seen:
+                continue
+            seen.add(filename)
+            context = " ".join(text.split()[:TRIVIA_MAX_TOKENS])
+            found = _first_alias(context.lower(), aliases)
+            if found is None and training:
+                continue
+            answers = [{"text": found[0], "answer_start": found[1]}] if found else []
+            qa = {"id": f"{qid}--{filename}", "question": question, "answers": answers}
+            paragraphs.append({"context": context, "qas": [qa]})
+    return paragraphs
+
+
+def _trivia_documents(row: dict, where: str) -> Iterator[tuple[str, str]]:
+    documents_of = (("entity_pages", "wiki_context"), ("search_results", "search_context"))
+    for column, text_key in documents_of:
+        documents = _field(row, column, dict, where)
+        names = documents.get("filename") or []
+        texts = documents.get(text_key) or []
+        if len(names) != len(texts):
+            raise DataFormatError(
+                f"{where}: {column} has {len(names)} file names but {len(texts)} texts"
+            )
+        yield from zip(names, texts)
+
+
+def _first_alias(lowered: str, aliases: Sequence[str]) -> tuple[str, int] | None:
+    for alias in aliases:
+        if alias and (index := lowered.find(alias)) != -1:
+            return alias, index
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,6 +596,7 @@ def load_qa_task(
     train_size: int | None = None,
     test_size: int | None = None,
     seed: int = 0,
+    data_source: str = "files",
 ) -> Task:
     """Load one QA dataset as a task: train = its training file, test = its development file.
 
@@ -414,6 +608,8 @@ def load_qa_task(
         test_size: Test questions to sample (all if ``None``).
         seed: Sampling seed; each dataset and split draws from its own derived seed, so the
             sample of a dataset does not depend on the task order.
+        data_source: ``"files"`` or ``"hf"`` (Hugging Face ``datasets``: `read_hf_qa`;
+            ``data_dir`` ``None`` = the hub).
 
     Returns:
         The task, with no labels.
@@ -424,12 +620,21 @@ def load_qa_task(
             f"unknown QA dataset {name!r}; expected one of {', '.join(sorted(QA_DATASETS))}"
         )
     spec = QA_DATASETS[name]
-    folder = Path(data_dir if data_dir is not None else SAMPLE_DIR) / spec.folder
+    files: dict[str, Path | str]
+    if data_source == "hf":
+        files = {split: f"{name} {split} split (hf)" for split in ("train", "test")}
+        read: Any = lambda _, split: read_hf_qa(name, split, data_dir)  # noqa: E731
+    elif data_source == "files":
+        folder = Path(data_dir if data_dir is not None else SAMPLE_DIR) / spec.folder
+        files = {"train": folder / spec.train_file, "test": folder / spec.dev_file}
+        read = lambda path, split: load_squad_file(path, name, training=split == "train")  # noqa: E731
+    else:
+        raise ValueError(f"data_source must be 'files' or 'hf', got {data_source!r}")
     return load_task(
         name,
         (),
-        {"train": folder / spec.train_file, "test": folder / spec.dev_file},
-        lambda path, split: load_squad_file(path, name, training=split == "train"),
+        files,
+        read,
         sizes={"train": train_size, "test": test_size},
         seed=seed,
         index=list(QA_DATASETS).index(name),
@@ -457,6 +662,7 @@ def qa_stream(
     train_size: int | None = None,
     test_size: int | None = None,
     seed: int = 0,
+    data_source: str = "files",
 ) -> TaskStream:
     """Build a QA stream in a paper order or a chosen order.
 
@@ -467,6 +673,7 @@ def qa_stream(
         train_size: Training questions per dataset (all if ``None``).
         test_size: Test questions per dataset (all if ``None``).
         seed: Sampling seed.
+        data_source: ``"files"`` or ``"hf"`` (`read_hf_qa`, `QA_HUB`).
 
     Returns:
         A `TaskStream` of kind ``"qa"`` with an empty label space.
@@ -478,10 +685,17 @@ def qa_stream(
     """
     names = resolve_qa_tasks(order, tasks)
     loaded = tuple(
-        load_qa_task(n, data_dir, train_size=train_size, test_size=test_size, seed=seed)
+        load_qa_task(
+            n,
+            data_dir,
+            train_size=train_size,
+            test_size=test_size,
+            seed=seed,
+            data_source=data_source,
+        )
         for n in names
     )
-    source = "bundled sample" if data_dir is None else str(data_dir)
+    source = describe_source(data_dir, data_source)
     return TaskStream(
         loaded,
         (),
@@ -499,4 +713,5 @@ def from_spec(spec: StreamSpec) -> TaskStream:
         train_size=spec.train_size,
         test_size=spec.test_size,
         seed=spec.seed,
+        data_source=spec.data_source,
     )

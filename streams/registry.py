@@ -28,7 +28,10 @@ class StreamSpec:
     Attributes:
         order: Paper task order ``"i"``..``"iv"`` (text classification, QA).
         tasks: Dataset names in training order, overriding ``order`` (text classification, QA).
-        data_dir: Directory of the real files; ``None``: the bundled sample.
+        data_dir: Directory of the real files; ``None``: the bundled sample (``data_source``
+            ``hf``: the Hugging Face hub).
+        data_source: ``"files"`` (each stream's file layout) or ``"hf"`` (Hugging Face
+            ``datasets``: the hub, ``save_to_disk`` directories or parquet; `streams.hf`).
         train_size: Training examples per task (text: per dataset, paper 115,000 with real
             data; QA: questions per dataset; FewRel: sentences per relation); ``None``: the
             paper's size for real text data, else every example.
@@ -47,6 +50,7 @@ class StreamSpec:
     order: str | None = "i"
     tasks: tuple[str, ...] | None = None
     data_dir: str | None = None
+    data_source: text_classification.DataSource = "files"
     train_size: int | None = None
     test_size: int | None = None
     seed: int = 0

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from streams.core import (
     resolve_order,
     sample_examples,
 )
+from streams.hf import HubSource, describe_source, open_split
 
 if TYPE_CHECKING:
     from streams.registry import StreamSpec
@@ -48,6 +49,10 @@ PAPER_TEST_SIZE = 7_600
 
 SAMPLE_SEED = 42
 """Holla et al.'s sampling seed (``random_state=42``), fixed whatever the run's seed."""
+
+DataSource = Literal["files", "hf"]
+"""Where datasets are read from: the files of the module docstring, or Hugging Face
+``datasets`` (`streams.hf`: the hub, a ``save_to_disk`` directory or parquet files)."""
 
 Preprocessing = Literal["none", "holla"]
 """How the text columns become an example's text: ``"none"`` joins them with spaces, ``"holla"``
@@ -188,7 +193,7 @@ def read_csv(path: Path, spec: DatasetSpec, preprocess: Preprocessing = "none") 
         )
     n_cols = 1 + len(spec.columns)
     n_labels = len(spec.label_names)
-    examples = []
+    examples: list[Example] = []
     with path.open(newline="", encoding="utf-8") as f:
         reader = csv.reader(f)
         for row in reader:
@@ -204,17 +209,142 @@ def read_csv(path: Path, spec: DatasetSpec, preprocess: Preprocessing = "none") 
                 raise DataFormatError(
                     f"{where}: label {row[0]!r} is not an integer in 1..{n_labels}"
                 ) from None
-            if not 1 <= label <= n_labels:
-                raise DataFormatError(f"{where}: label {label} is out of range 1..{n_labels}")
-            text = _join_text(row[1:])
-            if not text:
-                raise DataFormatError(f"{where}: empty text (all of {', '.join(spec.columns)})")
-            if preprocess == "holla":
-                text = holla_text(row[1:], spec)
-            examples.append(Example(text, spec.label_offset + label - 1, uid=where))
+            examples.append(row_example(label - 1, row[1:], spec, preprocess, where, where))
     if not examples:
         raise DataFormatError(f"{path}: the file has no rows")
     return examples
+
+
+def row_example(
+    label: int,
+    fields: Sequence[str],
+    spec: DatasetSpec,
+    preprocess: Preprocessing,
+    where: str,
+    uid: str,
+    columns: Sequence[str] | None = None,
+    base: int = 1,
+) -> Example:
+    """One validated row as an example, whatever its source (CSV line, `datasets` row).
+
+    Args:
+        label: The row's label, 0-based in the dataset's own classes.
+        fields: Its text columns, in the dataset's order.
+        spec: The dataset.
+        preprocess: ``"none"`` or ``"holla"`` (see `read_csv`).
+        where: The error prefix (file and line, or dataset, split and row).
+        uid: The example's uid.
+        columns: The text columns' names, for errors (default: ``spec.columns``).
+        base: The source's first label (CSV files: 1; hub ``ClassLabel`` ids: 0), for errors.
+
+    Raises:
+        DataFormatError: The label is out of range, or the text is empty.
+
+    """
+    n_labels = len(spec.label_names)
+    if not 0 <= label < n_labels:
+        raise DataFormatError(
+            f"{where}: label {label + base} is out of range {base}..{n_labels - 1 + base}"
+        )
+    text = _join_text(fields)
+    if not text:
+        raise DataFormatError(f"{where}: empty text (all of {', '.join(columns or spec.columns)})")
+    if preprocess == "holla":
+        text = holla_text(fields, spec)
+    return Example(text, spec.label_offset + label, uid=uid)
+
+
+HUB: dict[str, HubSource] = {
+    "ag_news": HubSource(
+        "fancyzhx/ag_news", None, {"train": "train", "test": "test"}, ("label", "text")
+    ),
+    "yelp": HubSource(
+        "Yelp/yelp_review_full",
+        "yelp_review_full",
+        {"train": "train", "test": "test"},
+        ("label", "text"),
+    ),
+    "amazon": HubSource(
+        "vgaraujov/amazon_review_full",
+        None,
+        {"train": "train", "test": "test"},
+        ("label", "title", "content"),
+        data_files={"train": "train.csv", "test": "test.csv"},
+        csv_columns=("label", "title", "content"),
+        note="a community copy of Zhang et al.'s CSV files (labels 1..5); no maintained "
+        "hub dataset holds Amazon Review Full",
+    ),
+    "dbpedia": HubSource(
+        "fancyzhx/dbpedia_14",
+        "dbpedia_14",
+        {"train": "train", "test": "test"},
+        ("label", "title", "content"),
+    ),
+    "yahoo": HubSource(
+        "community-datasets/yahoo_answers_topics",
+        "yahoo_answers_topics",
+        {"train": "train", "test": "test"},
+        ("topic", "question_title", "question_content", "best_answer"),
+    ),
+}
+"""Where each dataset is on the Hugging Face hub (`streams.hf`), checked against the hub's
+dataset cards (2026-11). The first column is the label, the others the text columns in the
+order of the CSV files. Labels are the hub's 0-based ``ClassLabel`` ids in Zhang et al.'s class
+order, except Amazon's CSV copy (1..5, as the files). AG News on the hub has title and
+description already joined into ``text`` (``title + " " + description``), so ``preprocess:
+holla`` cannot put Holla et al.'s ``". "`` between them there."""
+
+_ONE_BASED = {"amazon"}  # hub copies whose labels are 1-based (raw CSV)
+
+
+def read_hf_split(
+    name: str, split: str, data_dir: str | Path | None, preprocess: Preprocessing = "none"
+) -> list[Example]:
+    """Read and validate one split of a dataset from Hugging Face ``datasets``.
+
+    Args:
+        name: A key of `DATASETS`.
+        split: ``"train"`` or ``"test"``.
+        data_dir: A directory holding ``<name>/`` (``save_to_disk`` or parquet; see
+            `streams.hf`), or ``None`` for the hub.
+        preprocess: As `read_csv`.
+
+    Raises:
+        DataFormatError: A missing split or column, a ``ClassLabel`` with another number of
+            classes, a label that is not an integer in range, or an empty text (naming the
+            dataset, the split and the row).
+
+    """
+    spec, source = DATASETS[name], HUB[name]
+    opened = open_split(name, split, source, data_dir)
+    label_column, *text_columns = source.columns
+    opened.check_classes(label_column, spec.label_names)
+    base = 1 if name in _ONE_BASED else 0
+    examples = []
+    for i, row in opened.rows():
+        where = opened.at(i)
+        value = row[label_column]
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise DataFormatError(f"{where}: label {value!r} is not an integer")
+        try:
+            label = int(value) - base
+        except ValueError:
+            raise DataFormatError(f"{where}: label {value!r} is not an integer") from None
+        fields = [_text_field(row[c], c, where) for c in text_columns]
+        examples.append(
+            row_example(label, fields, spec, preprocess, where, opened.uid(i), text_columns, base)
+        )
+    if not examples:
+        raise DataFormatError(f"{opened.where}: the split has no rows")
+    return examples
+
+
+def _text_field(value: Any, column: str, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DataFormatError(f"{where}: column {column!r} holds {value!r}, not text")
+    return value
 
 
 def _join_text(fields: Sequence[str]) -> str:
@@ -269,6 +399,7 @@ def load_dataset(
     validation_size: int | None = None,
     sample_seed: int = SAMPLE_SEED,
     preprocess: Preprocessing = "none",
+    data_source: DataSource = "files",
 ) -> Task:
     """Load one dataset as a task, sampled as Holla et al. (2020) sample it.
 
@@ -287,6 +418,8 @@ def load_dataset(
             none (every row trains, and ``validation`` is ``None``).
         sample_seed: Sampling seed; Holla et al.'s 42 by default.
         preprocess: ``"none"`` or ``"holla"`` (their lower-casing and cleaning, `holla_text`).
+        data_source: ``"files"`` (the CSV files) or ``"hf"`` (Hugging Face ``datasets``:
+            `read_hf_split`; ``data_dir`` ``None`` = the hub). Rows are sampled the same way.
 
     Returns:
         The task, its labels in the merged 33-class space.
@@ -300,20 +433,32 @@ def load_dataset(
         raise UnknownNameError(
             f"unknown dataset {name!r}; expected one of {', '.join(sorted(DATASETS))}"
         )
-    spec = DATASETS[name]
-    folder = Path(data_dir if data_dir is not None else SAMPLE_DIR) / spec.folder
     seed = sample_seed * 1000 + list(DATASETS).index(name) * 10  # + 1 for the test split
-    rows = read_csv(folder / "train.csv", spec, preprocess)
+    (rows, train_where), (test_rows, test_where) = (
+        _read_split(name, split, data_dir, preprocess, data_source) for split in ("train", "test")
+    )
     n_validation = _validation_size(len(rows), train_size, validation_size)
-    train, validation = _draw_train(
-        rows, train_size, n_validation, seed=seed, where=str(folder / "train.csv")
-    )
-    test_path = folder / "test.csv"
-    test = sample_examples(
-        read_csv(test_path, spec, preprocess), test_size, seed=seed + 1, where=str(test_path)
-    )
+    train, validation = _draw_train(rows, train_size, n_validation, seed=seed, where=train_where)
+    test = sample_examples(test_rows, test_size, seed=seed + 1, where=test_where)
     log.info("%s: %d train / %d validation / %d test", name, len(train), n_validation, len(test))
-    return Task(name, spec.labels, train, test, validation)
+    return Task(name, DATASETS[name].labels, train, test, validation)
+
+
+def _read_split(
+    name: str,
+    split: str,
+    data_dir: str | Path | None,
+    preprocess: Preprocessing,
+    data_source: DataSource,
+) -> tuple[list[Example], str]:
+    # the split's rows and how sampling errors name it
+    if data_source == "hf":
+        return read_hf_split(name, split, data_dir, preprocess), f"{name} {split} split (hf)"
+    if data_source != "files":
+        raise ValueError(f"data_source must be 'files' or 'hf', got {data_source!r}")
+    path = Path(data_dir if data_dir is not None else SAMPLE_DIR) / DATASETS[name].folder
+    path = path / f"{split}.csv"
+    return read_csv(path, DATASETS[name], preprocess), str(path)
 
 
 def _validation_size(n_rows: int, train_size: int | None, validation_size: int | None) -> int:
@@ -368,6 +513,7 @@ def text_classification_stream(
     validation_size: int | None = None,
     sample_seed: int = SAMPLE_SEED,
     preprocess: Preprocessing = "none",
+    data_source: DataSource = "files",
 ) -> TaskStream:
     """Build a text-classification stream in a paper order or a chosen order.
 
@@ -383,6 +529,7 @@ def text_classification_stream(
             ``train_size``); see `load_dataset`.
         sample_seed: Sampling seed, independent of the run's seed (Holla et al.'s 42).
         preprocess: ``"none"`` (space-joined columns) or ``"holla"`` (`holla_text`).
+        data_source: ``"files"`` (CSV) or ``"hf"`` (Hugging Face ``datasets``, `HUB`).
 
     Returns:
         A `TaskStream` over the merged 33-class label space.
@@ -398,10 +545,11 @@ def text_classification_stream(
             validation_size=validation_size,
             sample_seed=sample_seed,
             preprocess=preprocess,
+            data_source=data_source,
         )
         for n in names
     )
-    source = "bundled sample" if data_dir is None else str(data_dir)
+    source = describe_source(data_dir, data_source)
     return TaskStream(
         loaded,
         merged_label_names(),
@@ -412,12 +560,13 @@ def text_classification_stream(
 def from_spec(spec: StreamSpec) -> TaskStream:
     """The stream a `StreamSpec` describes; real data defaults to the paper's sizes.
 
-    With a ``data_dir`` and no size given, each dataset is sampled to the paper's 115,000
-    training and 7,600 test examples (de Masson d'Autume et al., 2019, §4.1) plus 5,000
-    validation examples (Holla et al., 2020); the bundled sample is read whole, without a
-    validation split. The sample uses the fixed seed 42, not ``spec.seed`` (the run's seed).
+    With real data (a ``data_dir``, or the hub) and no size given, each dataset is sampled to
+    the paper's 115,000 training and 7,600 test examples (de Masson d'Autume et al., 2019,
+    §4.1) plus 5,000 validation examples (Holla et al., 2020); the bundled sample is read
+    whole, without a validation split. The sample uses the fixed seed 42, not ``spec.seed``
+    (the run's seed).
     """
-    real = spec.data_dir is not None
+    real = spec.data_dir is not None or spec.data_source == "hf"
     return text_classification_stream(
         spec.order,
         tasks=spec.tasks,
@@ -425,4 +574,5 @@ def from_spec(spec: StreamSpec) -> TaskStream:
         train_size=spec.train_size or (PAPER_TRAIN_SIZE if real else None),
         test_size=spec.test_size or (PAPER_TEST_SIZE if real else None),
         preprocess=spec.preprocess,
+        data_source=spec.data_source,
     )

@@ -27,6 +27,7 @@ RUN_FLAGS = {
     "order": "order",
     "tasks": "tasks",
     "data_dir": "data_dir",
+    "data_source": "data_source",
     "train_size": "train_size",
     "test_size": "test_size",
     "encoder": "encoder",
@@ -46,6 +47,9 @@ RUN_FLAGS = {
     "precision": "precision",
     "compile": "compile",
     "memory_index": "memory_index",
+    "logger": "loggers",
+    "tracking_uri": "tracking_uri",
+    "wandb_mode": "wandb_mode",
 }
 
 
@@ -90,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory of the real data (text: the Zhang et al. CSV folders; qa: squad/, "
         "triviaqa/, quac/; fewrel: Wang et al.'s relation_name.txt, training_data.txt, "
         "val_data.txt); default: the bundled sample",
+    )
+    run.add_argument(
+        "--data-source",
+        choices=["files", "hf"],
+        help="files (the layouts above, the default) or hf: Hugging Face datasets, from the hub "
+        "by id, or from --data-dir holding <dataset>/ save_to_disk directories or parquet files",
     )
     run.add_argument(
         "--train-size",
@@ -174,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="episodic memory search: auto (the default: exact while small, a recall-checked "
         "IVF index when large), torch, Flat or a FAISS index_factory string",
     )
+    run.add_argument(
+        "--logger",
+        action="append",
+        choices=["tensorboard", "wandb", "mlflow", "csv"],
+        help="experiment tracker, repeatable: tensorboard, wandb (offline unless --wandb-mode "
+        "online), mlflow (file:<output-dir>/mlruns unless --tracking-uri), csv",
+    )
+    run.add_argument("--tracking-uri", help="mlflow: tracking URI (a server or sqlite:///...)")
+    run.add_argument("--wandb-mode", choices=["offline", "online"], help="wandb: sync or not")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     sweep = sub.add_parser(

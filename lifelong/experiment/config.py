@@ -9,6 +9,7 @@ chosen strategy's ``Options`` by `strategy_options` (once per run, also before a
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -57,7 +58,10 @@ class RunConfig:
     stream: Literal["text", "qa", "fewrel"] = "text"  # text classification, QA or FewRel
     order: Literal["i", "ii", "iii", "iv"] = "i"  # paper task order (text classification, QA)
     tasks: tuple[str, ...] | None = None  # explicit dataset order (text, QA), overrides order
-    data_dir: str | None = None  # real data directory; None = the bundled sample
+    data_dir: str | None = None  # real data directory; None = the bundled sample (hf: the hub)
+    # "files": each stream's file layout (data_dir); "hf": Hugging Face datasets, from the hub
+    # by id, or from data_dir holding save_to_disk directories or parquet files (streams.hf)
+    data_source: Literal["files", "hf"] = "files"
     train_size: PositiveInt | None = None  # train examples per task (see StreamSpec)
     test_size: PositiveInt | None = None  # test examples per task (see StreamSpec)
     preprocess: Literal["none", "holla"] = "none"  # text: "holla" = Holla et al.'s (2020)
@@ -117,9 +121,15 @@ class RunConfig:
     # (lifelong.tasks.cache): "auto" = $LIFELONG_CACHE_DIR, else ~/.cache/lifelong, /tokens;
     # "off" = tokenise once per run, in memory only; or a directory
     token_cache: str = "auto"
+    # experiment trackers (lifelong.experiment.trackers): any of tensorboard, wandb, mlflow, csv
+    loggers: tuple[str, ...] = ()
+    tracking_uri: str | None = None  # mlflow: tracking URI; None = file:<output_dir>/mlruns
+    wandb_mode: Literal["offline", "online"] = "offline"  # wandb: offline needs no network
+    log_group: str | None = None  # tracker group (W&B group, MLflow experiment); sweeps: name
 
     def check(self) -> None:
         """Stream names and orders and the QA windows, without loading anything."""
+        from lifelong.experiment.trackers import TrackerError, check_loggers
         from lifelong.memory.search import check_index
         from lifelong.runtime import DeviceError, check_device_name
         from streams.core import UnknownNameError
@@ -137,6 +147,15 @@ class RunConfig:
             check_index(self.memory_index)
         except ValueError as err:
             raise OptionsError(f"key 'memory_index': {err}") from None
+        try:
+            check_loggers(self.loggers)
+        except TrackerError as err:
+            raise OptionsError(f"key 'loggers': {err}") from None
+        if self.data_source == "hf" and importlib.util.find_spec("datasets") is None:
+            raise OptionsError(
+                "key 'data_source': 'hf' needs the Hugging Face datasets package: "
+                "pip install 'lifelong[hf]'"
+            )
         if self.segment_ids and self.stream != "fewrel":
             raise OptionsError(
                 f"key 'segment_ids': applies to the fewrel stream only, got stream "
@@ -191,6 +210,7 @@ class RunConfig:
         """Plain-Python form (for YAML/JSON)."""
         out = dataclasses.asdict(self)
         out["tasks"] = list(self.tasks) if self.tasks else None
+        out["loggers"] = list(self.loggers)
         out["strategy_options"] = {k: dict(v) for k, v in self.strategy_options.items()}
         return out
 
@@ -228,6 +248,8 @@ def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
         try:
             if key == "tasks":
                 kwargs[key] = _tasks(value, where)
+            elif key == "loggers":
+                kwargs[key] = _loggers(value, where)
             elif key == "strategy_options":
                 kwargs[key] = _strategy_options(value, where)
             else:
@@ -247,6 +269,16 @@ def _tasks(value: Any, where: str) -> tuple[str, ...] | None:
         value = [t.strip() for t in value.split(",") if t.strip()]
     if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
         raise ConfigError(f"{where}: key 'tasks' must be a list of dataset names, got {value!r}")
+    return tuple(value)
+
+
+def _loggers(value: Any, where: str) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        value = [t.strip() for t in value.split(",") if t.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
+        raise ConfigError(f"{where}: key 'loggers' must be a list of logger names, got {value!r}")
     return tuple(value)
 
 
