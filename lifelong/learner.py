@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -83,6 +83,16 @@ class Checkpointer(Protocol):
     def save(self, strategy: Strategy, position: StreamPosition) -> None:
         """Write the checkpoint now."""
         ...
+
+
+class StreamListener(Protocol):
+    """Told what the learner does, as it does it (experiment trackers: `Trackers`)."""
+
+    def on_step(self, task: int, step: int, global_step: int, stats: Mapping[str, float]) -> None:
+        """Mini-batch ``step`` of task ``task`` was observed (``global_step``: over the stream)."""
+
+    def on_evaluation(self, trained: int, rows: Mapping[str, np.ndarray]) -> None:
+        """Every task was scored after ``trained`` tasks: one (T,) row per metric."""
 
 
 @dataclass
@@ -263,6 +273,7 @@ def run_stream(
     start: StreamPosition | None = None,
     runtime: Runtime = CPU,
     prefetch: int = 0,
+    listener: StreamListener | None = None,
 ) -> StreamResult:
     """Train ``strategy`` on one pass over the stream and score every task after every task.
 
@@ -289,6 +300,8 @@ def run_stream(
             must already be on its device (`lifelong.runtime.on_device`).
         prefetch: Training mini-batches made ahead in a background thread (`prefetched`;
             0: none). Runs on a GPU use 2 so that the device never waits for batches.
+        listener: Told every mini-batch's statistics and every evaluation's scores
+            (`lifelong.experiment.trackers.Trackers`).
 
     Returns:
         The accuracy matrix R and the untrained accuracies b.
@@ -299,11 +312,13 @@ def run_stream(
     with runtime.autocast():
         _hook(strategy, "on_stream_start", stream)  # on a resume too: rebuild, not reset
 
-    def evaluate_now() -> np.ndarray:
+    def evaluate_now(trained: int) -> np.ndarray:
         with runtime.autocast():
             rows = evaluate_all_metrics(
                 strategy, stream, kind, batch_size=eval_batch_size, progress=progress
             )
+        if listener is not None:
+            listener.on_evaluation(trained, rows)
         names = list(rows)
         position.metric = names[0]
         for name in names[1:]:
@@ -311,7 +326,7 @@ def run_stream(
         return rows[names[0]]
 
     if position.before is None:
-        position.before = evaluate_now()
+        position.before = evaluate_now(0)
         log.info("before training: %s", _fmt(stream.task_names, position.before))
         _save(checkpointer, strategy, position)
     for i in range(position.task, T):
@@ -327,9 +342,10 @@ def run_stream(
                 progress,
                 checkpointer,
                 prefetch,
+                listener,
             )
             _hook(strategy, "on_task_end", i)
-        row = evaluate_now()
+        row = evaluate_now(i + 1)
         log.info("after %s: %s", stream.tasks[i].name, _fmt(stream.task_names, row))
         position.rows.append(row)
         position.task, position.step = i + 1, 0
@@ -351,9 +367,11 @@ def _train_task(
     progress: bool,
     checkpointer: Checkpointer | None,
     prefetch: int = 0,
+    listener: StreamListener | None = None,
 ) -> None:
     """Observe task ``i``'s mini-batches from ``position.step`` on (the skipped ones were seen)."""
     task, T, done = stream.tasks[i], len(stream), position.step
+    offset = sum(-(-len(t.train) // batch_size) for t in stream.tasks[:i])  # earlier mini-batches
     if done == 0:
         _hook(strategy, "on_task_start", i)
     else:
@@ -371,6 +389,8 @@ def _train_task(
             stats = strategy.observe(batch)
             bar.update(batch.num_examples)
             position.step = step + 1
+            if listener is not None and stats:
+                listener.on_step(i, step, offset + step, stats)
             if stats:
                 bar.set_postfix({k: f"{v:.3f}" for k, v in stats.items()}, refresh=False)
                 if step % 50 == 0:

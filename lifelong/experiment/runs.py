@@ -36,6 +36,7 @@ from lifelong.experiment.rundir import (
     read_result,
     write_results,
 )
+from lifelong.experiment.trackers import RunInfo, open_trackers
 from lifelong.files import atomic_write_text
 from lifelong.metrics import summary
 from streams.registry import build_stream
@@ -297,27 +298,60 @@ def _train(job: _Job) -> RunOutcome:
         restore_random_states(checkpoint.rng)
         start = checkpoint.position
         log.info("resumed at task %d, mini-batch %d", start.task, start.step)
-    began = time.perf_counter()
-    result = run_stream(
-        stream,
-        strategy,
-        task,
-        batch_size=config.batch_size,
-        eval_batch_size=runtime.eval_batch_size(config.eval_batch_size),
-        seed=config.seed,
-        progress=config.progress,
-        checkpointer=Checkpointer(job.run_dir, config.checkpoint_every),
-        start=start,
-        runtime=runtime,
-        prefetch=runtime.prefetch,
+    info = RunInfo(
+        job.run_dir, config.to_dict(), config.log_group, config.tracking_uri, config.wandb_mode
     )
-    metrics = run_metrics(result, strategy, time.perf_counter() - began, stream=stream)
-    metrics["runtime"] = {
-        "device": runtime.describe().split(",")[0],
-        "precision": runtime.precision,
-    }
-    write_results(job.run_dir, config.to_dict(), result, metrics)
+    trackers = open_trackers(config.loggers, info, stream.task_names)
+    status = "failed"
+    try:
+        began = time.perf_counter()
+        result = run_stream(
+            stream,
+            strategy,
+            task,
+            batch_size=config.batch_size,
+            eval_batch_size=runtime.eval_batch_size(config.eval_batch_size),
+            seed=config.seed,
+            progress=config.progress,
+            checkpointer=Checkpointer(job.run_dir, config.checkpoint_every),
+            start=start,
+            runtime=runtime,
+            prefetch=runtime.prefetch,
+            listener=trackers,
+        )
+        metrics = run_metrics(result, strategy, time.perf_counter() - began, stream=stream)
+        metrics["runtime"] = {
+            "device": runtime.describe().split(",")[0],
+            "precision": runtime.precision,
+        }
+        write_results(job.run_dir, config.to_dict(), result, metrics)
+        if trackers is not None:
+            trackers.finish(metrics, run_artifacts(job.run_dir))
+        status = "finished"
+    except KeyboardInterrupt:
+        status = "killed"
+        raise
+    finally:
+        if trackers is not None:
+            trackers.close(status)
     return RunOutcome(result, metrics, job.run_dir)
+
+
+def run_artifacts(run_dir: Path) -> list[Path]:
+    """The files trackers keep: the matrices, ``metrics.json`` and the report plots.
+
+    The plots (``plots/accuracy_matrix.png``, ``plots/task_curves.png``) are drawn here, from
+    the run directory as written, by `lifelong.experiment.reports.plots`.
+    """
+    from lifelong.experiment.reports.plots import plot_accuracy_matrix, plot_task_curves
+    from lifelong.experiment.rundir import load_run
+
+    record = load_run(run_dir)
+    plots = [
+        plot_accuracy_matrix(record, run_dir / "plots" / "accuracy_matrix.png"),
+        plot_task_curves(record, run_dir / "plots" / "task_curves.png"),
+    ]
+    return sorted(run_dir.glob("*.csv")) + [run_dir / "metrics.json", *plots]
 
 
 def run_metrics(

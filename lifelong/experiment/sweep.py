@@ -83,6 +83,7 @@ class Sweep:
             for order in self.orders:
                 for seed in self.seeds:
                     changes = {"strategy": strategy, self.base.order_key: order, "seed": seed}
+                    changes["log_group"] = self.base.log_group or self.name  # trackers group
                     changes.update(self.per_strategy.get(strategy, {}))
                     config = self.base.replace(**changes)
                     run_dir = self.root / f"{_safe(strategy)}_{order}_s{seed}"
