@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench lint clean
+.PHONY: setup demo test test-fast bench lint docs clean
 
 setup: $(STAMP)
 
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[cpu,minilm,dev,ray]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[cpu,minilm,dev,ray,hf,trackers,docs]"
 	touch $(STAMP)
 
 demo: setup
@@ -38,5 +38,38 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The documentation site (site/): README.md's sections and the API reference from the docstrings.
+# --strict: any warning (a broken link or reference, a docstring griffe cannot parse) fails.
+docs: setup
+	$(OFFLINE) NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) runs build *.egg-info
+	rm -rf $(VENV) runs build site *.egg-info
+
+# Avalanche interop (`lifelong.integrations.avalanche`) lives in its own environment:
+# avalanche-lib 0.6.0 imports torchvision at top level, and the registry's torchvision 0.28.0 is
+# a CUDA build that fails to import against the local CPU torch (`torchvision::nms does not
+# exist`). So .venv-avalanche holds the registry's torch 2.13.0 (the CUDA build, about 5 GB; it
+# runs on CPU) and torchvision 0.28.0: `--isolated` makes pip ignore pip.conf's find-links (the
+# local CPU wheel). The second call then finds torch 2.13.0 installed, which satisfies
+# constraints.txt, and leaves it alone.
+AVA_VENV := .venv-avalanche
+AVA_BIN := $(AVA_VENV)/bin
+AVA_STAMP := $(AVA_VENV)/.installed
+
+.PHONY: setup-avalanche test-avalanche
+
+setup-avalanche: $(AVA_STAMP)
+
+$(AVA_STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(AVA_VENV)
+	$(AVA_BIN)/pip install --quiet --upgrade pip
+	$(AVA_BIN)/pip install --quiet --isolated --index-url https://pypi.org/simple \
+		torch==2.13.0 torchvision==0.28.0 avalanche-lib==0.6.0
+	$(AVA_BIN)/pip install --quiet -c constraints.txt -e ".[cpu,minilm,dev,avalanche]"
+	touch $(AVA_STAMP)
+
+# The Avalanche tests (tests/integrations, marker `avalanche`), in that environment; `make test`
+# skips the marked ones (avalanche-lib does not import in .venv).
+test-avalanche: setup-avalanche
+	$(OFFLINE) $(AVA_BIN)/python -m pytest -q --durations=10 tests/integrations
