@@ -312,6 +312,7 @@ class WandbTracker:
         import wandb
 
         self.wandb = wandb
+        self.run_dir = info.run_dir
         self.run = wandb.init(
             project="lifelong",
             dir=str(info.run_dir),
@@ -350,8 +351,8 @@ class WandbTracker:
         }
         if images:
             self.run.log(images)
-        for path in artifacts:
-            self.run.save(str(path), base_path=str(path.parent.parent), policy="now")
+        for path in artifacts:  # saved under their path in the run directory
+            self.run.save(str(path), base_path=str(self.run_dir), policy="now")
 
     def close(self, status: str) -> None:
         """Finish the run (exit code 1 unless it finished)."""

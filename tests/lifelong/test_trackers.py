@@ -4,6 +4,7 @@ import csv
 import glob
 import json
 import struct
+from pathlib import Path
 
 import pytest
 import yaml
@@ -134,6 +135,9 @@ def test_wandb_offline_run_holds_config_history_and_summary(tracked_run):
             summary.update({_key(i): json.loads(i.value_json) for i in r.summary.update})
     metrics = json.loads((tracked_run / "metrics.json").read_text())
     assert summary["final/average_accuracy"] == pytest.approx(metrics["average_accuracy"])
+    files = Path(path).parent / "files"
+    assert (files / "plots" / "accuracy_matrix.png").is_file()
+    assert (files / "accuracy.csv").is_file() and (files / "metrics.json").is_file()
     ids = json.loads((tracked_run / "trackers.json").read_text())
     assert ids["wandb"] == run.run_id and ids["mlflow"]
 
