@@ -328,8 +328,8 @@ def _train(job: _Job) -> RunOutcome:
         if trackers is not None:
             trackers.finish(metrics, run_artifacts(job.run_dir))
         status = "finished"
-    except KeyboardInterrupt:
-        status = "killed"
+    except BaseException as err:  # an error fails the run; an interrupt leaves it resumable
+        status = "failed" if isinstance(err, Exception) else "killed"
         raise
     finally:
         if trackers is not None:

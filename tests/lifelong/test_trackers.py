@@ -188,3 +188,30 @@ def test_average_score_is_over_the_tasks_trained_so_far():
     trackers.on_evaluation(1, {"accuracy": np.array([50.0, 20.0])})
     assert seen[0][1] == "before" and seen[0][2]["eval/accuracy/average"] == 20.0
     assert seen[1][1] == "a" and seen[1][2]["eval/accuracy/average"] == 50.0
+
+
+def test_a_resumed_run_continues_its_mlflow_run(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    from lifelong.experiment.runs import resume, run
+
+    sys_path = str(Path(__file__).parent)
+    monkeypatch.syspath_prepend(sys_path)
+    from test_checkpoint import Crash, crash_at, small_config
+
+    config = small_config(tmp_path, "seq", checkpoint_every=2, loggers=["mlflow", "csv"])
+    crash_at(monkeypatch, 10)  # task 2's 4th mini-batch; the last checkpoint after its 2nd
+    with pytest.raises(Crash):
+        run(config, run_dir=tmp_path / "crashed")
+    monkeypatch.undo()
+    client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    (first,) = client.search_runs([client.get_experiment_by_name("lifelong").experiment_id])
+    assert first.info.status == "KILLED"
+    resume(tmp_path / "crashed")
+    (again,) = client.search_runs([client.get_experiment_by_name("lifelong").experiment_id])
+    assert again.info.run_id == first.info.run_id and again.info.status == "FINISHED"
+    steps = {m.step for m in client.get_metric_history(again.info.run_id, "train/loss")}
+    assert steps == set(range(12))  # 6 mini-batches a task; 8 and 9 logged twice, same steps
+    scores = list(csv.DictReader((tmp_path / "crashed" / "logs" / "scores.csv").open()))
+    assert sorted({int(r["trained"]) for r in scores}) == [0, 1, 2]
