@@ -6,7 +6,8 @@ Built-in strategies register exactly like third-party ones: a package declares
     my-strategy = "my_package.module:MyStrategy"
 
 and ``lifelong run --strategy my-strategy`` finds it. `register` adds one in-process (notebooks,
-tests) without packaging.
+tests) without packaging. Names ``avalanche:NAME`` are Avalanche's strategies
+(`lifelong.integrations.avalanche`, extra ``avalanche``), resolved only when asked for.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def get(name: str) -> type:
     for ep in entry_points(group=GROUP):
         if ep.name == name:
             return ep.load()
+    if name.lower().startswith("avalanche:"):  # Avalanche's, from its extra: imported on use
+        from lifelong.integrations.avalanche import strategy_class
+
+        return strategy_class(name)
     raise UnknownStrategyError(
         f"unknown strategy {name!r}; registered strategies: {', '.join(names())}"
     )

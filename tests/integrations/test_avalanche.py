@@ -1,0 +1,336 @@
+"""Avalanche interop (`lifelong.integrations.avalanche`): runs, benchmarks, metric definitions.
+
+Runs only where avalanche-lib imports (``make test-avalanche``, in .venv-avalanche); ``make
+test`` skips this module. Forgetting and BWT, Avalanche's against ours, on one accuracy matrix R
+(row i: after training task i; column j: task j; T tasks):
+
+* units: Avalanche's are fractions, ours percent (factor 100);
+* BWT: both are Lopez-Paz & Ranzato's ``mean_{j<T-1} (R[T-1, j] − R[j, j])``: they agree always;
+* forgetting: Avalanche's stream forgetting is ``mean_{j<T-1} (R[j, j] − R[T-1, j])`` (the
+  accuracy right after training j, i.e. −BWT); ours is ``mean_{j<T-1} (max_{j<=l<T-1} R[l, j] −
+  R[T-1, j])`` (the best accuracy since j was trained; ``forgetting_any``: over every earlier
+  row, Chaudhry et al. 2018). They agree when no task scores higher after later tasks than right
+  after its own training; otherwise ours is larger, by ``max_{j<=l<T-1} R[l, j] − R[j, j]`` per
+  task; ``forgetting_any`` further by what a task scored *before* it was trained;
+* Avalanche averages over the experiences that have both a value right after their own
+  training and one now (so the last task is left out, as in ours); both give nothing for T = 1.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+try:
+    import avalanche.training  # noqa: F401
+except Exception as err:  # missing, or torchvision against the CPU torch build
+    pytest.skip(
+        f"avalanche-lib does not import here ({type(err).__name__}); `make test-avalanche`",
+        allow_module_level=True,
+    )
+
+from avalanche.benchmarks.scenarios.dataset_scenario import benchmark_from_datasets
+from avalanche.benchmarks.utils import _make_taskaware_tensor_classification_dataset
+from avalanche.evaluation.metrics import accuracy_metrics, bwt_metrics, forgetting_metrics
+from avalanche.training import Naive
+from avalanche.training.plugins import EvaluationPlugin
+
+from lifelong import registry
+from lifelong.experiment.cli import main
+from lifelong.experiment.config import RunConfig
+from lifelong.experiment.runs import build_model, name_embedder
+from lifelong.integrations import avalanche as ava
+from lifelong.learner import evaluate_all
+from lifelong.metrics import backward_transfer, forgetting
+from lifelong.options import OptionsError
+from lifelong.training import make_optimizer, predict_scores, seed_everything
+from streams.registry import build_stream
+
+pytestmark = pytest.mark.avalanche
+
+SAMPLE = ["--train-size", "40", "--test-size", "20", "--lr", "1e-3", "--batch-size", "8"]
+
+
+def run_cli(tmp_path, strategy, *options):
+    out = tmp_path / "runs"
+    code = main(
+        ["run", "--encoder", "tiny", "--no-progress", "--strategy", strategy, *SAMPLE]
+        + ["--output-dir", str(out), *options]
+    )
+    assert code == 0
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir, json.loads((run_dir / "metrics.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("strategy", "options"),
+    [("avalanche:naive", []), ("avalanche:Replay", ["-o", "mem_size=30"])],
+)
+def test_avalanche_strategies_run_through_lifelong_run(tmp_path, capsys, strategy, options):
+    """The bundled text sample (5 tasks), our tiny encoder, learner, metrics and run dir."""
+    run_dir, metrics = run_cli(tmp_path, strategy, *options)
+    printed = capsys.readouterr().out
+    assert "Accuracy matrix" in printed and "BWT" in printed
+    assert {"average_accuracy", "bwt", "fwt", "forgetting"} <= set(metrics)
+    assert metrics["strategy"]["experiences"] == 5  # one Avalanche experience per task
+    if strategy.lower() == "avalanche:replay":
+        assert metrics["memory_examples"] == 30  # Avalanche's buffer, filled to mem_size
+    rows = (run_dir / "accuracy.csv").read_text().strip().splitlines()
+    assert len(rows) == 1 + 6  # header, before, after each of the 5 tasks
+    assert (tmp_path / "runs" / "index.sqlite").is_file()
+
+
+def test_ours_and_avalanches_sit_in_one_report_table(tmp_path, capsys):
+    """`lifelong report` over runs of both libraries: one table, a row per strategy."""
+    for strategy in ("seq", "avalanche:naive"):
+        assert (
+            main(
+                ["run", "--encoder", "tiny", "--no-progress", "--strategy", strategy]
+                + SAMPLE
+                + ["--output-dir", str(tmp_path / "runs")]
+            )
+            == 0
+        )
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "runs"), "--no-plots"]) == 0
+    table = capsys.readouterr().out
+    rows = [line for line in table.splitlines() if line.startswith("|")]
+    assert any("| seq " in row for row in rows)
+    assert any("avalanche:naive" in row for row in rows)
+
+
+def test_fewrel_runs_with_der(tmp_path):
+    """FewRel through `lifelong run`: DER stores and replays candidate scores per relation."""
+    out = tmp_path / "runs"
+    code = main(
+        ["run", "--encoder", "tiny", "--no-progress", "--strategy", "avalanche:der"]
+        + ["--stream", "fewrel", "--fewrel-tasks", "2", "--train-size", "6", "--test-size", "6"]
+        + ["-o", "mem_size=20", "--output-dir", str(out)]
+    )
+    assert code == 0
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["strategy"] == {"experiences": 2, "memory_examples": 20}
+
+
+def test_options_are_checked_before_anything_loads():
+    assert registry.options_class("avalanche:ewc") is ava.EWCOptions
+    assert registry.parse("avalanche:replay", {"mem_size": "64"}).mem_size == 64
+    assert registry.parse("avalanche:gem", {"max_grad_norm": "1"}).max_grad_norm == 1.0
+    with pytest.raises(OptionsError, match="mem_size"):
+        registry.parse("avalanche:replay", {"mem_size": 0})
+    with pytest.raises(OptionsError, match="decay_factor"):
+        registry.parse("avalanche:ewc", {"mode": "onlineweightedsum"})
+    with pytest.raises(registry.UnknownStrategyError, match="avalanche:der"):
+        registry.get("avalanche:icarl")
+
+
+def tiny_sample(**changes):
+    config = RunConfig(encoder="tiny", train_size=40, test_size=20, lr=1e-3, **changes)
+    stream = build_stream(config.stream, config.stream_spec(name_embedder(config)))
+    model, kind = build_model(config, stream)
+    return config, stream, model, kind
+
+
+class Plain:
+    """Our evaluation of a model (what every strategy's ``predict`` does for plain models)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def predict(self, batch):
+        return predict_scores(self.model, batch)
+
+
+def quiet_evaluator():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return EvaluationPlugin(
+            accuracy_metrics(experience=True),
+            forgetting_metrics(experience=True, stream=True),
+            bwt_metrics(experience=True, stream=True),
+            loggers=[],
+        )
+
+
+def train_and_evaluate(template, benchmark, after_each=None):
+    """Avalanche's own loop: train on experience i, evaluate the whole test stream."""
+    T = len(benchmark.train_stream)
+    R = np.zeros((T, T))
+    for i, experience in enumerate(benchmark.train_stream):
+        template.train(experience, eval_streams=[])
+        results = template.eval(benchmark.test_stream)
+        R[i] = [results[f"Top1_Acc_Exp/eval_phase/test_stream/Exp{j:03d}"] for j in range(T)]
+        if after_each is not None:
+            after_each(i)
+    return R, results
+
+
+def test_benchmark_keeps_order_labels_and_our_accuracies():
+    """The sample as an Avalanche benchmark: same tasks, merged labels, and the same R.
+
+    Avalanche trains (Naive) and evaluates with its own loop on `as_benchmark`'s experiences;
+    after every experience our evaluation of the same model gives the same accuracies.
+    """
+    seed_everything(0)
+    config, stream, model, kind = tiny_sample()
+    benchmark = ava.as_benchmark(stream, kind)
+    assert len(benchmark.train_stream) == len(stream) == 5
+    for experience, task in zip(benchmark.train_stream, stream):
+        assert len(experience.dataset) == len(task.train)
+        assert experience.classes_in_this_experience == set(task.labels)  # merged space
+    seen = set().union(*(t.labels for t in stream))
+    assert benchmark.train_stream[4].classes_seen_so_far == seen
+    assert max(seen) < len(stream.label_names) == 33  # yelp and amazon share 5 classes
+
+    template = Naive(
+        model=ava.as_model(model, kind),
+        optimizer=make_optimizer(model, config.lr),
+        criterion=nn.CrossEntropyLoss(),
+        train_mb_size=8,
+        eval_mb_size=16,
+        evaluator=quiet_evaluator(),
+    )
+    ours = []
+    R_ava, results = train_and_evaluate(
+        template, benchmark, lambda i: ours.append(evaluate_all(Plain(model), stream, kind))
+    )
+    R = np.vstack(ours)  # percent
+    np.testing.assert_allclose(R, 100 * R_ava, atol=1e-9)  # both libraries' accuracy, one model
+    # BWT: the same definition; Avalanche's stream forgetting is -BWT (first value, not best)
+    bwt_ava = results["StreamBWT/eval_phase/test_stream"]
+    forgetting_ava = results["StreamForgetting/eval_phase/test_stream"]
+    assert 100 * bwt_ava == pytest.approx(backward_transfer(R), abs=1e-9)
+    assert 100 * forgetting_ava == pytest.approx(-backward_transfer(R), abs=1e-9)
+    # ours takes the best accuracy since training: larger by exactly that excess, per task
+    T = len(R)
+    excess = [R[j : T - 1, j].max() - R[j, j] for j in range(T - 1)]
+    assert forgetting(R) == pytest.approx(100 * forgetting_ava + np.mean(excess), abs=1e-9)
+    for j in range(T - 1):
+        key = f"ExperienceForgetting/eval_phase/test_stream/Exp{j:03d}"
+        assert 100 * results[key] == pytest.approx(R[j, j] - R[-1, j], abs=1e-9)
+
+
+class Scripted(nn.Module):
+    """Scores that make accuracy on experience j after training i exactly ``R[i, j]``.
+
+    A pattern is ``(experience, index)``; it is classified right (class 0) when its index is
+    below ``R[stage, experience] * n``. One trainable weight, at zero, so Avalanche can train.
+    """
+
+    def __init__(self, R, n):
+        super().__init__()
+        self.R, self.n, self.stage = R, n, 0
+        self.weight = nn.Parameter(torch.zeros(()))
+
+    def forward(self, x):
+        right = x[:, 1] < torch.as_tensor(self.R[self.stage][x[:, 0].numpy()] * self.n)
+        scores = torch.stack([right.float(), (~right).float()], dim=1)
+        return scores + 0.0 * self.weight
+
+
+def test_forgetting_and_bwt_definitions_against_avalanche():
+    """A matrix where the definitions differ, evaluated by Avalanche's own metrics.
+
+    Task 0 scores 50% after its training, 80% after task 1 and 60% at the end: Avalanche's
+    forgetting is 50 − 60 = −10 (the first value), ours 80 − 60 = 20 (the best since
+    training). Task 1 scores 95% before its training (shared labels), 90% after it and 50% at
+    the end: 40 in both, and 45 in ``forgetting_any``. BWT agrees: −15.
+    """
+    R = np.array([[0.5, 0.95, 0.0], [0.8, 0.9, 0.2], [0.6, 0.5, 1.0]])
+    n = 20
+
+    def dataset(t):
+        x = torch.stack([torch.full((n,), t), torch.arange(n)], dim=1)
+        return _make_taskaware_tensor_classification_dataset(
+            x, torch.zeros(n, dtype=torch.long), task_labels=0, targets=[0] * n
+        )
+
+    benchmark = benchmark_from_datasets(
+        train=[dataset(t) for t in range(3)], test=[dataset(t) for t in range(3)]
+    )
+    model = Scripted(R, n)
+    template = Naive(
+        model=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+        train_mb_size=n,
+        eval_mb_size=n,
+        evaluator=quiet_evaluator(),
+    )
+
+    def next_stage(i):
+        model.stage = min(i + 1, 2)
+
+    R_ava, results = train_and_evaluate(template, benchmark, next_stage)
+    np.testing.assert_allclose(R_ava, R)
+    R = 100 * R
+    assert 100 * results["StreamBWT/eval_phase/test_stream"] == pytest.approx(-15)
+    assert backward_transfer(R) == pytest.approx(-15)  # agree
+    assert 100 * results["StreamForgetting/eval_phase/test_stream"] == pytest.approx(15)
+    assert forgetting(R) == pytest.approx(30)  # (20 + 40) / 2: best since trained
+    assert forgetting(R, since="any") == pytest.approx(32.5)  # (20 + 45) / 2
+    per_task = "ExperienceForgetting/eval_phase/test_stream/Exp{:03d}"
+    assert 100 * results[per_task.format(0)] == pytest.approx(-10)  # first value, not best
+    assert 100 * results[per_task.format(1)] == pytest.approx(40)  # agree: 90 was the best
+    assert per_task.format(2) not in results  # the last task: no forgetting (ours neither)
+
+
+def test_relation_stream_scores_candidates_in_the_merged_space():
+    """FewRel: Avalanche's argmax over the 80 relations is our best candidate."""
+    seed_everything(0)
+    config, stream, model, kind = tiny_sample(stream="fewrel", fewrel_tasks=2)
+    task = stream.tasks[0]
+    records = kind.encode(task.test[:6])
+    codec = ava.RecordCodec(kind)
+    x, y = codec.encode(records)
+    assert y.tolist() == [e.label for e in task.test[:6]]
+    scores = ava.as_model(model, kind).eval()(x)
+    assert scores.shape == (6, codec.num_classes)
+    batch = kind.rows(records)
+    ours = kind.score(predict_scores(model, batch), batch, task.test[:6])["accuracy"]
+    assert float((scores.argmax(1) == y).sum()) == ours
+    for row, candidates in zip(scores, records["candidates"]):
+        off = np.setdiff1d(np.arange(codec.num_classes), candidates)
+        assert torch.all(row[off] == ava.PADDING_SCORE)
+
+
+def test_qa_is_refused_with_a_reason():
+    config = RunConfig(encoder="tiny", stream="qa", train_size=4, test_size=4, doc_stride=32)
+    stream = build_stream("qa", config.stream_spec(None))
+    _, kind = build_model(config, stream)
+    with pytest.raises(ava.UnsupportedStreamError, match="span"):
+        ava.as_benchmark(stream, kind)
+
+
+def test_checkpoint_round_trip_keeps_the_memory(tmp_path):
+    """state_dict / load_state_dict: weights, buffered examples and the plugins' memories."""
+    from lifelong.experiment.runs import cached_kind
+    from lifelong.strategy import StrategyContext
+
+    cases = (("avalanche:replay", {"mem_size": 12, "max_grad_norm": 1.0}), ("avalanche:agem", {}))
+    for name, options in cases:
+        seed_everything(0)
+        config, stream, model, kind = tiny_sample()
+        kind = cached_kind(config, kind, stream)
+        context = StrategyContext(model, kind, lr=1e-3, batch_size=8)
+        strategy = registry.build(name, context, options)
+        strategy.observe(kind(stream.tasks[0].train[:16]))
+        strategy.on_task_end(0)
+        strategy.observe(kind(stream.tasks[1].train[:8]))  # pending at the checkpoint
+        path = tmp_path / "state.pt"
+        torch.save(strategy.state_dict(), path)
+
+        _, _, model2, _ = tiny_sample()
+        restored = registry.build(name, StrategyContext(model2, kind, lr=1e-3, batch_size=8))
+        restored.load_state_dict(torch.load(path, weights_only=False))
+        assert restored.report() == strategy.report()
+        assert len(restored.pending) == 1 and restored.experiences == 1
+        for a, b in zip(model.parameters(), model2.parameters()):
+            assert torch.equal(a, b)
+        restored.on_task_end(1)  # trains on: the restored memory is attached to this model
+        assert restored.experiences == 2
