@@ -257,6 +257,15 @@ def as_records(runs: Sequence[str | Path] | Sequence[RunRecord] | str | Path) ->
     return records
 
 
+def path_part(name: str) -> str:
+    """A name made safe as part of a directory name on any system.
+
+    Characters other than letters, digits and ``+-_.`` become ``-``
+    (``avalanche:replay`` -> ``avalanche-replay``).
+    """
+    return "".join(c if c.isalnum() or c in "+-_." else "-" for c in name)
+
+
 def is_finished(run_dir: str | Path) -> bool:
     """Whether a run directory holds a finished run's results."""
     return all((Path(run_dir) / name).is_file() for name in RESULT_FILES)

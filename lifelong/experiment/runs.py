@@ -32,6 +32,7 @@ from lifelong.experiment.index import RunIndex, default_index_path
 from lifelong.experiment.rundir import (
     accuracy_frame,
     is_finished,
+    path_part,
     read_metrics,
     read_result,
     write_results,
@@ -433,7 +434,8 @@ def _new_run_dir(config: RunConfig) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = (
         Path(config.output_dir)
-        / f"{stamp}_{config.strategy}_{config.stream}-{config.order_label}_s{config.seed}"
+        / f"{stamp}_{path_part(config.strategy)}_{config.stream}-{config.order_label}"
+        f"_s{config.seed}"
     )
     base.parent.mkdir(parents=True, exist_ok=True)
     path, n = base, 1

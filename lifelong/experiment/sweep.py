@@ -42,7 +42,7 @@ from lifelong.experiment.config import (
     strategy_options,
 )
 from lifelong.experiment.index import default_index_path
-from lifelong.experiment.rundir import is_finished
+from lifelong.experiment.rundir import is_finished, path_part
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class Sweep:
                     changes["log_group"] = self.base.log_group or self.name  # trackers group
                     changes.update(self.per_strategy.get(strategy, {}))
                     config = self.base.replace(**changes)
-                    run_dir = self.root / f"{_safe(strategy)}_{order}_s{seed}"
+                    run_dir = self.root / f"{path_part(strategy)}_{order}_s{seed}"
                     out.append(SweepPoint(config, run_dir))
         return out
 
@@ -389,7 +389,3 @@ def _seed(value: Any, where: str) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: seeds must be integers, got {value!r}") from None
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "+-_." else "-" for c in name)
