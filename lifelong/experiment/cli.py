@@ -375,6 +375,9 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     width = max(len(n) for n in described)
     for name, text in described.items():
         print(f"{name:<{width}}  {text}")
+    from lifelong.integrations.avalanche import names as avalanche_names
+
+    print(f"\nAvalanche's, with the avalanche extra: {', '.join(avalanche_names())}")
     return 0
 
 

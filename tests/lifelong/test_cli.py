@@ -126,6 +126,7 @@ def test_strategies_command_lists_builtins(capsys):
     assert main(["strategies"]) == 0
     out = capsys.readouterr().out
     assert "seq" in out and "replay" in out
+    assert "avalanche:replay" in out and "avalanche:der" in out
 
 
 def test_demo_config_is_valid():
