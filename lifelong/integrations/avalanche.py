@@ -71,6 +71,7 @@ tasks), T tasks:
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import pickle
@@ -440,7 +441,7 @@ class AvalancheStrategy:
 
     ``observe`` buffers the task's examples; ``on_task_end`` trains the template on them as one
     experience (see the module docstring); ``predict`` is our model's plain forward pass (none of
-    these strategies changes inference). Subclasses name the template and map their options.
+    these strategies changes inference). Subclasses name the template and its options.
 
     Args:
         context: Model, task kind, learning rate, batch size, device.
@@ -492,8 +493,17 @@ class AvalancheStrategy:
         self.seen_classes: set[int] = set()
 
     def template_options(self) -> dict[str, Any]:
-        """The template's own keyword arguments, from the options."""
-        return {}
+        """The template's own keyword arguments: the options not in `AvalancheOptions`.
+
+        Each strategy's ``Options`` fields are named as its Avalanche template's arguments
+        (``mem_size``, ``ewc_lambda``, ``patterns_per_exp``, ...), so they pass straight on.
+        """
+        shared = {f.name for f in dataclasses.fields(AvalancheOptions)}
+        return {
+            f.name: getattr(self.options, f.name)
+            for f in dataclasses.fields(self.options)
+            if f.name not in shared
+        }
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Buffer the batch's examples for this task's experience (no update yet)."""
@@ -670,10 +680,6 @@ class AvalancheReplay(AvalancheStrategy):
     template: ClassVar[str] = "Replay"
     Options: ClassVar[type] = ReplayOptions
 
-    def template_options(self) -> dict[str, Any]:
-        """``mem_size``."""
-        return {"mem_size": self.options.mem_size}
-
     def memory_examples(self) -> int | None:
         """Patterns in the replay buffer."""
         for plugin in self.avalanche.plugins:
@@ -691,11 +697,6 @@ class AvalancheEWC(AvalancheStrategy):
     template: ClassVar[str] = "EWC"
     Options: ClassVar[type] = EWCOptions
 
-    def template_options(self) -> dict[str, Any]:
-        """``ewc_lambda``, ``mode``, ``decay_factor``."""
-        o = self.options
-        return {"ewc_lambda": o.ewc_lambda, "mode": o.mode, "decay_factor": o.decay_factor}
-
 
 class AvalancheLwF(AvalancheStrategy):
     """Avalanche's ``LwF``: distillation towards the previous experience's model."""
@@ -704,10 +705,6 @@ class AvalancheLwF(AvalancheStrategy):
     description: ClassVar[str] = "Avalanche's LwF (distillation from the previous model)"
     template: ClassVar[str] = "LwF"
     Options: ClassVar[type] = LwFOptions
-
-    def template_options(self) -> dict[str, Any]:
-        """``alpha``, ``temperature``."""
-        return {"alpha": self.options.alpha, "temperature": self.options.temperature}
 
 
 class AvalancheAGEM(AvalancheStrategy):
@@ -718,11 +715,6 @@ class AvalancheAGEM(AvalancheStrategy):
     template: ClassVar[str] = "AGEM"
     Options: ClassVar[type] = AGEMOptions
 
-    def template_options(self) -> dict[str, Any]:
-        """``patterns_per_exp``, ``sample_size``."""
-        o = self.options
-        return {"patterns_per_exp": o.patterns_per_exp, "sample_size": o.sample_size}
-
 
 class AvalancheGEM(AvalancheStrategy):
     """Avalanche's ``GEM``: QP projection against every earlier experience's memory gradient."""
@@ -732,11 +724,6 @@ class AvalancheGEM(AvalancheStrategy):
     template: ClassVar[str] = "GEM"
     Options: ClassVar[type] = GEMOptions
 
-    def template_options(self) -> dict[str, Any]:
-        """``patterns_per_exp``, ``memory_strength``."""
-        o = self.options
-        return {"patterns_per_exp": o.patterns_per_exp, "memory_strength": o.memory_strength}
-
 
 class AvalancheDER(AvalancheStrategy):
     """Avalanche's ``DER`` / DER++: replay of stored examples with their logits."""
@@ -745,16 +732,6 @@ class AvalancheDER(AvalancheStrategy):
     description: ClassVar[str] = "Avalanche's DER++ (replay with stored logits; beta=0: DER)"
     template: ClassVar[str] = "DER"
     Options: ClassVar[type] = DEROptions
-
-    def template_options(self) -> dict[str, Any]:
-        """``mem_size``, ``alpha``, ``beta``, ``batch_size_mem``."""
-        o = self.options
-        return {
-            "mem_size": o.mem_size,
-            "alpha": o.alpha,
-            "beta": o.beta,
-            "batch_size_mem": o.batch_size_mem,
-        }
 
     def memory_examples(self) -> int | None:
         """Patterns in DER's buffer."""
