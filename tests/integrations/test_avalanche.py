@@ -1,8 +1,9 @@
 """Avalanche interop (`lifelong.integrations.avalanche`): runs, benchmarks, metric definitions.
 
-Runs only where avalanche-lib imports (``make test-avalanche``, in .venv-avalanche); ``make
-test`` skips this module. Forgetting and BWT, Avalanche's against ours, on one accuracy matrix R
-(row i: after training task i; column j: task j; T tasks):
+Runs only where avalanche-lib imports (``make test-avalanche``, in .venv-avalanche, which sets
+``LIFELONG_REQUIRE_AVALANCHE=1`` so that a broken import fails there instead of skipping);
+``make test`` skips this module. Forgetting and BWT, Avalanche's against ours, on one
+accuracy matrix R (row i: after training task i; column j: task j; T tasks):
 
 * units: Avalanche's are fractions, ours percent (factor 100);
 * BWT: both are Lopez-Paz & Ranzato's ``mean_{j<T-1} (R[T-1, j] − R[j, j])``: they agree always;
@@ -19,6 +20,7 @@ test`` skips this module. Forgetting and BWT, Avalanche's against ours, on one a
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import numpy as np
@@ -29,6 +31,8 @@ from torch import nn
 try:
     import avalanche.training  # noqa: F401
 except Exception as err:  # missing, or torchvision against the CPU torch build
+    if os.environ.get("LIFELONG_REQUIRE_AVALANCHE"):  # `make test-avalanche`: fail, never skip
+        raise
     pytest.skip(
         f"avalanche-lib does not import here ({type(err).__name__}); `make test-avalanche`",
         allow_module_level=True,
