@@ -247,9 +247,9 @@ def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
             )
         try:
             if key == "tasks":
-                kwargs[key] = _tasks(value, where)
+                kwargs[key] = _names(value, key, "dataset names", where) or None
             elif key == "loggers":
-                kwargs[key] = _loggers(value, where)
+                kwargs[key] = _names(value, key, "logger names", where)
             elif key == "strategy_options":
                 kwargs[key] = _strategy_options(value, where)
             else:
@@ -262,23 +262,14 @@ def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
         raise ConfigError(f"{where}: {str(err).removeprefix('RunConfig: ')}") from None
 
 
-def _tasks(value: Any, where: str) -> tuple[str, ...] | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        value = [t.strip() for t in value.split(",") if t.strip()]
-    if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
-        raise ConfigError(f"{where}: key 'tasks' must be a list of dataset names, got {value!r}")
-    return tuple(value)
-
-
-def _loggers(value: Any, where: str) -> tuple[str, ...]:
+def _names(value: Any, key: str, what: str, where: str) -> tuple[str, ...]:
+    """A list of names, or one comma-separated string of them (``tasks``, ``loggers``)."""
     if value is None or value == "":
         return ()
     if isinstance(value, str):
         value = [t.strip() for t in value.split(",") if t.strip()]
     if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
-        raise ConfigError(f"{where}: key 'loggers' must be a list of logger names, got {value!r}")
+        raise ConfigError(f"{where}: key {key!r} must be a list of {what}, got {value!r}")
     return tuple(value)
 
 
