@@ -47,6 +47,8 @@ class HubSource:
         data_files: Hub split -> file pattern, for repositories of raw files (CSV copies).
         csv_columns: Column names of header-less CSV ``data_files``.
         note: Why there is no ``repo``, or what to know about it (shown in errors).
+        label_base: The first label id of a class-label column (``ClassLabel``: 0; raw CSV
+            copies of Zhang et al.'s files: 1).
 
     """
 
@@ -58,6 +60,7 @@ class HubSource:
     data_files: Mapping[str, str] = field(default_factory=dict)
     csv_columns: tuple[str, ...] = ()
     note: str = ""
+    label_base: int = 0
 
 
 def require_datasets() -> Any:

@@ -273,6 +273,7 @@ HUB: dict[str, HubSource] = {
         csv_columns=("label", "title", "content"),
         note="a community copy of Zhang et al.'s CSV files (labels 1..5); no maintained "
         "hub dataset holds Amazon Review Full",
+        label_base=1,
     ),
     "dbpedia": HubSource(
         "fancyzhx/dbpedia_14",
@@ -293,8 +294,6 @@ order of the CSV files. Labels are the hub's 0-based ``ClassLabel`` ids in Zhang
 order, except Amazon's CSV copy (1..5, as the files). AG News on the hub has title and
 description already joined into ``text`` (``title + " " + description``), so ``preprocess:
 holla`` cannot put Holla et al.'s ``". "`` between them there."""
-
-_ONE_BASED = {"amazon"}  # hub copies whose labels are 1-based (raw CSV)
 
 
 def read_hf_split(
@@ -319,7 +318,7 @@ def read_hf_split(
     opened = open_split(name, split, source, data_dir)
     label_column, *text_columns = source.columns
     opened.check_classes(label_column, spec.label_names)
-    base = 1 if name in _ONE_BASED else 0
+    base = source.label_base
     examples = []
     for i, row in opened.rows():
         where = opened.at(i)

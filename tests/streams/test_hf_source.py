@@ -31,7 +31,7 @@ def _text_rows(name, split):
         raw = list(csv.reader(f))
     assert len(raw) == len(rows)
     label_column, *text_columns = source.columns
-    base = 1 if name == "amazon" else 0
+    base = source.label_base
     columns = {label_column: [int(r[0]) - 1 + base for r in raw]}
     if name == "ag_news":  # the hub joins title and description into one column
         columns["text"] = [f"{r[1]} {r[2]}" for r in raw]
