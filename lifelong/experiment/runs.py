@@ -37,7 +37,7 @@ from lifelong.experiment.rundir import (
     read_result,
     write_results,
 )
-from lifelong.experiment.trackers import RunInfo, open_trackers
+from lifelong.experiment.trackers import RunInfo, tracking
 from lifelong.files import atomic_write_text
 from lifelong.metrics import summary
 from streams.registry import build_stream
@@ -302,9 +302,7 @@ def _train(job: _Job) -> RunOutcome:
     info = RunInfo(
         job.run_dir, config.to_dict(), config.log_group, config.tracking_uri, config.wandb_mode
     )
-    trackers = open_trackers(config.loggers, info, stream.task_names)
-    status = "failed"
-    try:
+    with tracking(config.loggers, info, stream.task_names) as trackers:
         began = time.perf_counter()
         result = run_stream(
             stream,
@@ -328,13 +326,6 @@ def _train(job: _Job) -> RunOutcome:
         write_results(job.run_dir, config.to_dict(), result, metrics)
         if trackers is not None:
             trackers.finish(metrics, run_artifacts(job.run_dir))
-        status = "finished"
-    except BaseException as err:  # an error fails the run; an interrupt leaves it resumable
-        status = "failed" if isinstance(err, Exception) else "killed"
-        raise
-    finally:
-        if trackers is not None:
-            trackers.close(status)
     return RunOutcome(result, metrics, job.run_dir)
 
 

@@ -40,7 +40,8 @@ import math
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -196,6 +197,29 @@ def open_trackers(
     _write_ids(info.run_dir, {**ids, **{k: v for t in started for k, v in _ids_of(t).items()}})
     log.info("logging to %s", ", ".join(names))
     return Trackers(started, task_names)
+
+
+@contextmanager
+def tracking(
+    names: Sequence[str], info: RunInfo, task_names: Sequence[str]
+) -> Iterator[Trackers | None]:
+    """`open_trackers` for the span of a run, closed as it ends.
+
+    The trackers close ``finished`` when the block ends normally, ``failed`` on an error and
+    ``killed`` on an interrupt (KeyboardInterrupt, or any other non-``Exception``: the run
+    stays resumable). Yields ``None`` when no tracker is asked for.
+    """
+    trackers = open_trackers(names, info, task_names)
+    status = "failed"
+    try:
+        yield trackers
+        status = "finished"
+    except BaseException as err:
+        status = "failed" if isinstance(err, Exception) else "killed"
+        raise
+    finally:
+        if trackers is not None:
+            trackers.close(status)
 
 
 # ---------------------------------------------------------------------------------------------
