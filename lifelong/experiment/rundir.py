@@ -95,7 +95,8 @@ def find_runs(paths: Sequence[str | Path] | str | Path) -> list[RunRecord]:
     Returns:
         The runs, sorted by run directory, each directory once even if paths overlap.
         Directories without ``metrics.json`` (unfinished runs) are skipped and logged at debug
-        level; hidden directories are not searched.
+        level; hidden directories and experiment trackers' stores (MLflow's ``mlruns``, whose
+        folders hold ``meta.yaml``: `TRACKER_STORE_MARKERS`) are not searched.
 
     Raises:
         RunDirError: A path does not exist, or a run's files are malformed (the error names the
@@ -113,9 +114,22 @@ def find_runs(paths: Sequence[str | Path] | str | Path) -> list[RunRecord]:
     return sorted(found.values(), key=lambda r: r.run_dir)
 
 
+TRACKER_STORE_MARKERS = ("meta.yaml",)
+"""A folder holding one of these belongs to an experiment tracker's store, not to a run.
+
+MLflow's file store (``<output_dir>/mlruns`` by default, `lifelong.experiment.trackers`) keeps
+a ``meta.yaml`` in every experiment and run folder, and copies of a run's ``metrics.json`` and
+``accuracy.csv`` under ``<run>/artifacts/results``: those copies are not run directories.
+"""
+
+
 def _run_dirs(root: Path) -> Iterable[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if any(marker in filenames for marker in TRACKER_STORE_MARKERS):
+            dirnames.clear()  # a tracker's store (MLflow's mlruns): its copies are no runs
+            log.debug("skipping tracker store %s", dirpath)
+            continue
         if METRICS_FILE in filenames:
             dirnames.clear()  # a run's own subfolders hold no runs
             yield Path(dirpath)

@@ -215,3 +215,12 @@ def test_a_resumed_run_continues_its_mlflow_run(tmp_path, monkeypatch):
     assert steps == set(range(12))  # 6 mini-batches a task; 8 and 9 logged twice, same steps
     scores = list(csv.DictReader((tmp_path / "crashed" / "logs" / "scores.csv").open()))
     assert sorted({int(r["trained"]) for r in scores}) == [0, 1, 2]
+
+
+def test_report_skips_the_mlflow_store_beside_the_runs(tracked_run, capsys):
+    """Failure 1: `lifelong report` took mlruns/.../artifacts/results/ for a run directory."""
+    out = tracked_run.parent
+    assert list(out.glob("mlruns/*/*/artifacts/results/metrics.json"))  # the copies are there
+    assert main(["report", str(out), "--no-plots", "--out", str(out / "report")]) == 0
+    printed = capsys.readouterr().out
+    assert "replay" in printed and "mlruns" not in printed
