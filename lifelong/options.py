@@ -9,6 +9,10 @@ Options are frozen dataclasses whose field types say what is allowed:
   besides ``Literal`` values (``Annotated[str, Choice("all", "head", pattern=...)]``);
 * plain ``int``, ``float``, ``bool``, ``str`` and ``X | None``.
 
+Every ``float`` is finite: ``nan``, ``inf`` and ``-inf`` (``-o lr=inf``, YAML ``.inf``) are
+refused where they enter, like any value outside its range. No option means "unbounded" by
+infinity; where one means "none", it says so with 0 or ``None``.
+
 `option_group` turns a class into such a dataclass and checks every field when an instance is
 built, so ``MbPAOptions(adapt_scope="bogus")`` fails exactly like ``-o adapt_scope=bogus`` or a
 YAML value: with an `OptionsError` naming the key, the value and what is allowed. Groups compose
@@ -22,6 +26,7 @@ This module is light (standard library only): option checks run before any model
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -206,10 +211,18 @@ def _scalar(value: Any, hint: Any, where: str) -> Any:
         if hint in (int, float) and isinstance(value, bool):
             raise OptionsError(f"{where}: expected {hint.__name__}, got {value!r}")
         try:
-            return hint(value)
-        except (TypeError, ValueError):
+            out = hint(value)
+        except (TypeError, ValueError, OverflowError):
             raise OptionsError(f"{where}: expected {hint.__name__}, got {value!r}") from None
+        if hint is float:
+            _require_finite(out, where)
+        return out
     return value
+
+
+def _require_finite(value: float, where: str) -> None:
+    if not math.isfinite(value):
+        raise OptionsError(f"{where}: {value!r} is not allowed; expected a finite number")
 
 
 def _check(value: Any, hint: Any, where: str) -> None:
@@ -240,6 +253,8 @@ def _check(value: Any, hint: Any, where: str) -> None:
         value = float(value)
     if base in (int, float, str, bool) and not _is_instance(value, base):
         raise OptionsError(f"{where}: expected {base.__name__}, got {value!r}")
+    if base is float:
+        _require_finite(value, where)
     _apply(value, constraints, where)
 
 

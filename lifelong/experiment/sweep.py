@@ -24,6 +24,7 @@ that left a checkpoint, and starts the others. All runs of a sweep share one run
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -233,8 +234,8 @@ def run_sweep(
     for result in results.values():
         _notify(on_result, result)
     log.info("sweep %s: %d runs, %d to do", sweep.name, len(points), len(todo))
-    if gpus_per_run is not None and gpus_per_run < 0:
-        raise ConfigError(f"--gpus-per-run must be >= 0, got {gpus_per_run}")
+    if gpus_per_run is not None and not 0 <= gpus_per_run < math.inf:
+        raise ConfigError(f"--gpus-per-run must be a finite number >= 0, got {gpus_per_run}")
     threads = 1 if backend == "ray" else _threads(jobs)  # a Ray task holds one CPU
     configs = [p.config.to_dict() for p in todo]
     if backend == "local" and jobs > 1:

@@ -131,3 +131,42 @@ def test_a_bad_encoder_is_one_clear_line_offline(tmp_path):
     assert len(lines) == 1 and "Traceback" not in done.stderr
     assert "encoder 'bert-nope'" in lines[0] and "minilm, tiny" in lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "Infinity", float("inf"), float("nan")])
+def test_non_finite_floats_are_refused_where_they_enter(value):
+    """Failure 3: ``inf`` passed every check and crashed mid-run (OverflowError)."""
+    with pytest.raises(OptionsError, match="option 'rate': .* expected a finite number"):
+        parse_options(Opts, {"rate": value})
+    with pytest.raises(OptionsError, match="option 'replay_ratio': .*finite"):
+        MbPAPlusPlusOptions(replay_ratio=float("inf"))  # built from Python: checked the same
+
+
+@pytest.mark.parametrize(
+    "args, key",
+    [
+        (["--lr", "inf"], "'lr'"),
+        (["--lr", "1e400"], "'lr'"),
+        (["-o", "replay_ratio=inf", "-o", "replay_every=16"], "'replay_ratio'"),
+        (["--strategy", "mbpa++", "-o", "adapt_lr=inf"], "'adapt_lr'"),
+    ],
+)
+def test_non_finite_flags_are_refused_before_the_run(args, key, tmp_path, capsys):
+    code = main(["run", "--encoder", "tiny", "--output-dir", str(tmp_path), *args])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert key in err and "finite" in err and not list(tmp_path.iterdir())
+
+
+def test_yaml_infinity_is_refused(tmp_path):
+    from lifelong.experiment.config import ConfigError, load_yaml
+
+    path = tmp_path / "run.yaml"
+    path.write_text("lr: .inf\n")
+    with pytest.raises(ConfigError, match=r"run.yaml: key 'lr': inf .*finite"):
+        load_yaml(path)
+    path.write_text("strategy_options:\n  replay:\n    replay_ratio: .nan\n")
+    with pytest.raises(ConfigError, match="replay_ratio"):
+        from lifelong.experiment.config import preflight
+
+        preflight(load_yaml(path))

@@ -266,3 +266,15 @@ def test_ray_points_request_gpus_by_flag_or_by_what_the_cluster_has(
 def test_a_negative_gpu_request_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="--gpus-per-run must be >= 0"):
         run_sweep(tiny_sweep(tmp_path), gpus_per_run=-1)
+
+
+def test_infinite_values_are_refused_before_a_sweep_runs(tmp_path):
+    """Failure 3: ``.inf`` in a sweep's run config or per-strategy change, ``--gpus-per-run``."""
+    with pytest.raises(ConfigError, match="key 'lr': inf .*finite"):
+        tiny_sweep(tmp_path, per_strategy={"replay": {"lr": float("inf")}})
+    options = {"replay": {"replay_every": 4, "replay_ratio": float("inf")}}
+    with pytest.raises(ConfigError, match="replay_ratio"):
+        tiny_sweep(tmp_path, run={"encoder": "tiny", "strategy_options": options})
+    with pytest.raises(ConfigError, match="--gpus-per-run must be a finite number"):
+        run_sweep(tiny_sweep(tmp_path), gpus_per_run=float("inf"))
+    assert not (tmp_path / "tiny").exists()
