@@ -29,6 +29,7 @@ _API: dict[str, str] = {
     "Strategy": "lifelong.strategy",
     "StrategyContext": "lifelong.strategy",
     "StreamResult": "lifelong.learner",
+    "DivergenceError": "lifelong.learner",
     "evaluate": "lifelong.learner",
     "run_stream": "lifelong.learner",
     "AdaptationOptions": "lifelong.adaptation",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from lifelong.metrics import pooled_accuracy
@@ -24,6 +25,37 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class DivergenceError(RuntimeError):
+    """Training diverged: a loss or a prediction score is not finite (nan or inf).
+
+    Raised by the learner at the first non-finite training statistic (naming the task and the
+    mini-batch) or evaluation score (naming the evaluation and the test set), and before a
+    checkpoint would save non-finite weights, so the last checkpoint on disk is a good one.
+    """
+
+
+def check_finite_stats(stats: Mapping[str, Any], task: str, step: int) -> None:
+    """Raise `DivergenceError` if a numeric statistic of mini-batch ``step`` is not finite.
+
+    Args:
+        stats: What the strategy's ``observe`` returned (``loss``, ``replay_loss``, ...).
+        task: The task being trained (its name and position), for the message.
+        step: The mini-batch's index within the task (0-based).
+
+    """
+    bad = {
+        k: v
+        for k, v in stats.items()
+        if isinstance(v, int | float | np.number) and not np.isfinite(float(v))
+    }
+    if bad:
+        raise DivergenceError(
+            f"training diverged: non-finite {', '.join(f'{k} = {v}' for k, v in bad.items())} "
+            f"at task {task}, mini-batch {step + 1}; lower the learning rate (lr, or the "
+            f"strategy's own rates) or clip the gradients (max_grad_norm)"
+        )
+
+
 @dataclass
 class StreamPosition:
     """Where a run is in its stream.
@@ -35,6 +67,9 @@ class StreamPosition:
         rows: The finished rows of the matrix R, one (T,) array per trained task.
         metric: Name of R's metric (``"accuracy"``, or ``"f1"`` for QA).
         secondary: Rows of the other metrics (QA: exact match), the untrained row first.
+        seconds: Wall-clock seconds the run had spent training and evaluating when this
+            position was saved, over every process that worked on it (a resumed run's
+            ``metrics.json`` ``seconds`` adds its own to it).
 
     """
 
@@ -44,6 +79,17 @@ class StreamPosition:
     rows: list[np.ndarray] = field(default_factory=list)
     metric: str = "accuracy"
     secondary: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def global_step(self, stream: TaskStream, batch_size: int) -> int:
+        """Training mini-batches observed before this position, over the whole stream."""
+        done = sum(-(-len(t.train) // batch_size) for t in stream.tasks[: self.task])
+        return done + self.step
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations done: the untrained one (if measured) and one per finished task."""
+        return (self.before is not None) + len(self.rows)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-Python form (lists of floats), for checkpoint files."""
@@ -54,6 +100,7 @@ class StreamPosition:
             "rows": [r.tolist() for r in self.rows],
             "metric": self.metric,
             "secondary": {k: [r.tolist() for r in v] for k, v in self.secondary.items()},
+            "seconds": self.seconds,
         }
 
     @classmethod
@@ -70,6 +117,7 @@ class StreamPosition:
                 k: [np.asarray(r, dtype=float) for r in v]
                 for k, v in dict(values.get("secondary", {})).items()
             },
+            seconds=float(values.get("seconds", 0.0)),
         )
 
 
@@ -167,11 +215,22 @@ def evaluate_metrics(
             predictions.append(strategy.predict(batch))
             bar.update(len(chunk))
     bar.close()
+    _check_finite_scores(predictions, desc)
     totals = dict.fromkeys(kind.metrics, 0.0)
     for scores, batch, chunk in zip(predictions, test, chunks, strict=True):
         for name, value in kind.score(scores, batch, chunk).items():
             totals[name] += value
     return {name: 100.0 * value / len(examples) for name, value in totals.items()}
+
+
+def _check_finite_scores(predictions: Sequence[Any], desc: str) -> None:
+    """Raise `DivergenceError` if any prediction score is nan or inf (one host sync per set)."""
+    flags = [~torch.isfinite(s).all() for s in predictions if isinstance(s, torch.Tensor)]
+    if flags and bool(torch.stack(flags).any()):
+        raise DivergenceError(
+            f"{desc}: the model's scores are not finite (nan or inf): training or local "
+            "adaptation diverged; lower the learning rate (lr, adapt_lr, inner_lr)"
+        )
 
 
 def length_sorted(examples: Sequence[Example], kind: TaskKind) -> Sequence[Example]:
@@ -371,7 +430,7 @@ def _train_task(
 ) -> None:
     """Observe task ``i``'s mini-batches from ``position.step`` on (the skipped ones were seen)."""
     task, T, done = stream.tasks[i], len(stream), position.step
-    offset = sum(-(-len(t.train) // batch_size) for t in stream.tasks[:i])  # earlier mini-batches
+    offset = position.global_step(stream, batch_size) - done  # earlier tasks' mini-batches
     if done == 0:
         _hook(strategy, "on_task_start", i)
     else:
@@ -390,7 +449,9 @@ def _train_task(
             bar.update(batch.num_examples)
             position.step = step + 1
             if listener is not None and stats:
-                listener.on_step(i, step, offset + step, stats)
+                listener.on_step(i, step, offset + step, stats)  # a nan is recorded as nan
+            if stats:
+                check_finite_stats(stats, f"{i + 1}/{T} ({task.name})", step)
             if stats:
                 bar.set_postfix({k: f"{v:.3f}" for k, v in stats.items()}, refresh=False)
                 if step % 50 == 0:

@@ -14,8 +14,11 @@ one, so a run killed at any moment leaves either the previous checkpoint or the 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import random
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ import numpy as np
 import torch
 
 from lifelong.files import atomic_write_bytes
-from lifelong.learner import StreamPosition
+from lifelong.learner import DivergenceError, StreamPosition
 from lifelong.runtime import to_cpu
 from lifelong.strategy import Strategy
 
@@ -90,10 +93,17 @@ def save_checkpoint(run_dir: str | Path, strategy: Strategy, position: StreamPos
         The checkpoint's path.
 
     """
+    state = strategy.state_dict()
+    if (where := non_finite_path(state)) is not None:
+        raise DivergenceError(
+            f"training diverged: {where} holds non-finite values (nan or inf) at task "
+            f"{position.task + 1}, mini-batch {position.step}; not checkpointed, so the last "
+            "checkpoint is the last good state"
+        )
     payload = {
         "version": FORMAT_VERSION,
         "position": position.to_dict(),
-        "strategy": to_cpu(strategy.state_dict()),
+        "strategy": to_cpu(state),
         "rng": random_states(),
     }
     buffer = io.BytesIO()
@@ -101,6 +111,29 @@ def save_checkpoint(run_dir: str | Path, strategy: Strategy, position: StreamPos
     path = Path(run_dir) / CHECKPOINT_NAME
     atomic_write_bytes(path, buffer.getvalue())
     return path
+
+
+def non_finite_path(state: Any, path: str = "state") -> str | None:
+    """The path of the first floating-point tensor in ``state`` holding nan or inf, else None.
+
+    ``state`` is a strategy's ``state_dict()``: nested mappings, sequences and dataclasses of
+    tensors and plain values. Each tensor is reduced on its own device (one sync each).
+    """
+    if isinstance(state, torch.Tensor):
+        bad = state.is_floating_point() and not bool(torch.isfinite(state).all())
+        return path if bad else None
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        items = ((f.name, getattr(state, f.name)) for f in dataclasses.fields(state))
+    elif isinstance(state, Mapping):
+        items = ((str(k), v) for k, v in state.items())
+    elif isinstance(state, list | tuple):
+        items = ((str(i), v) for i, v in enumerate(state))
+    else:
+        return None
+    for key, value in items:
+        if (found := non_finite_path(value, f"{path}.{key}")) is not None:
+            return found
+    return None
 
 
 def load_checkpoint(run_dir: str | Path) -> Checkpoint:
@@ -144,21 +177,30 @@ class Checkpointer:
         run_dir: Where ``checkpoint.pt`` goes.
         every: Also checkpoint after every ``every`` training mini-batches (0 = only at task
             boundaries, after each task's evaluation, and once after the untrained evaluation).
+        seconds_before: Seconds the run spent in earlier processes (a resumed checkpoint's
+            ``position.seconds``); the clock of this one starts now.
 
     """
 
-    def __init__(self, run_dir: str | Path, every: int = 0) -> None:
+    def __init__(self, run_dir: str | Path, every: int = 0, *, seconds_before: float = 0.0) -> None:
         if every < 0:
             raise ValueError(f"checkpoint interval must be >= 0 mini-batches, got {every}")
         self.run_dir = Path(run_dir)
         self.every = every
         self.saved = 0
+        self.seconds_before = seconds_before
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        """The run's seconds so far: earlier processes' (``seconds_before``) and this one's."""
+        return self.seconds_before + time.perf_counter() - self.started
 
     def due(self, steps_done: int) -> bool:
         """Whether a mid-task checkpoint is due after ``steps_done`` mini-batches of a task."""
         return self.every > 0 and steps_done % self.every == 0
 
     def save(self, strategy: Strategy, position: StreamPosition) -> None:
-        """Write the checkpoint now."""
+        """Write the checkpoint now (stamped with the run's seconds so far)."""
+        position.seconds = self.elapsed()
         save_checkpoint(self.run_dir, strategy, position)
         self.saved += 1

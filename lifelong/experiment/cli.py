@@ -63,6 +63,17 @@ def _int_or_auto(value: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected an integer or auto, got {value!r}") from None
 
 
+def _positive_int(value: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value!r}")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``lifelong`` command."""
     parser = argparse.ArgumentParser(prog="lifelong", description=__doc__)
@@ -150,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--runs",
-        type=int,
+        type=_positive_int,
         default=1,
         help="FewRel: average over N shuffled cluster orders (cluster_order 0..N-1)",
     )
@@ -318,8 +329,11 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
 
     from lifelong.experiment.runs import format_report, run
 
-    if config.stream != "fewrel" or n < 1:
-        raise ConfigError("--runs N (N >= 1) averages FewRel cluster orders; use --stream fewrel")
+    if config.stream != "fewrel":
+        raise ConfigError(
+            f"--runs {n} averages FewRel cluster orders; it needs --stream fewrel "
+            f"(this run's stream is {config.stream!r})"
+        )
     scores = []
     for order in range(n):
         outcome = run(config.replace(cluster_order=order))
@@ -334,7 +348,11 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    """``lifelong sweep``: run the grid, print one line per run; non-zero if any run failed."""
+    """``lifelong sweep``: run the grid, print one line per run.
+
+    Exit status: 0 when every point finished (or had), 1 when one failed, else 4 when one
+    was busy (held by another process).
+    """
     from lifelong.experiment.sweep import load_sweep, run_sweep
 
     sweep = load_sweep(args.config)
@@ -358,11 +376,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         on_result=show,
         gpus_per_run=args.gpus_per_run,
     )
-    failed = [r for r in results if r.status == "failed"]
-    counts = {s: sum(r.status == s for r in results) for s in ("finished", "skipped", "failed")}
-    print(f"\nsweep {sweep.name}: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    statuses = ("finished", "skipped", "busy", "failed")
+    counts = {s: sum(r.status == s for r in results) for s in statuses}
+    shown = [f"{n} {s}" for s, n in counts.items() if n or s != "busy"]  # busy: when any
+    print(f"\nsweep {sweep.name}: " + ", ".join(shown))
     print(f"runs in {sweep.root}; `lifelong report {sweep.root}` makes the tables")
-    return 1 if failed else 0
+    if counts["busy"]:
+        print("busy points are being run by another process: run the sweep again after it")
+    if counts["failed"]:
+        return EXIT_FAILED
+    return EXIT_BUSY if counts["busy"] else EXIT_OK
 
 
 def _split(value: str | None) -> list[str]:
@@ -381,42 +404,94 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     return 0
 
 
-def _console_logging() -> None:
-    # Progress and results go to the terminal at INFO; the run's log.txt also gets DEBUG lines.
+class _ConsoleFormatter(logging.Formatter):
+    """One line per record: tracebacks belong in the run's log.txt, not on the terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname} {record.name}: {record.getMessage()}"
+
+
+def _console_logging() -> logging.Handler:
+    # Progress and results go to the terminal at INFO; the run's log.txt also gets DEBUG lines
+    # and tracebacks. Records marked console=False (a failed run's error, which the command
+    # prints itself) stay out of the terminal.
     handler = logging.StreamHandler()
     handler.setLevel(logging.INFO)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_ConsoleFormatter())
+    handler.addFilter(lambda record: getattr(record, "console", True))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
+    return handler
+
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # a run failed while running (the error's line here, its traceback in log.txt)
+EXIT_USAGE = 2  # refused: a bad option, config, path or data file (nothing ran, or data broke)
+EXIT_DIVERGED = 3  # training diverged (nan/inf); the run is marked failed, its checkpoint kept
+EXIT_BUSY = 4  # another live process holds the run directory (or a sweep point's)
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): the run stays resumable
+
+INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    ConfigError,
+    OptionsError,
+    DataFormatError,
+    UnknownNameError,
+    registry.UnknownStrategyError,
+    EncoderError,
+    RunIndexError,
+    KeyError,
+    ValueError,
+)
+"""What the command reports as bad input (exit 2): one line naming the key, file or row."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``lifelong`` command."""
-    _console_logging()
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``lifelong`` command (exit codes: the ``EXIT_*`` constants)."""
+    handler = _console_logging()
+    try:
+        args = build_parser().parse_args(argv)
+        return _dispatch(args)
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from lifelong.experiment.lock import RunLockedError
+    from lifelong.learner import DivergenceError
+
     commands = {
         "run": cmd_run,
         "sweep": cmd_sweep,
         "report": cmd_report,
         "strategies": cmd_strategies,
     }
+    prefix = f"lifelong {args.command}"
     try:
         return commands[args.command](args)
-    except (
-        ConfigError,
-        OptionsError,
-        DataFormatError,
-        UnknownNameError,
-        registry.UnknownStrategyError,
-        EncoderError,
-        RunIndexError,
-        KeyError,
-        ValueError,
-    ) as err:
+    except KeyboardInterrupt:
+        print(f"\n{prefix}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except RunLockedError as err:
+        print(f"{prefix}: error: {err}", file=sys.stderr)
+        return EXIT_BUSY
+    except DivergenceError as err:
+        print(f"{prefix}: error: {err}{_log_hint(err)}", file=sys.stderr)
+        return EXIT_DIVERGED
+    except INPUT_ERRORS as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"lifelong {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        print(f"{prefix}: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as err:
+        if getattr(err, "run_dir", None) is None:
+            raise  # not in a run: a bug, whose traceback is the report
+        print(f"{prefix}: error: {type(err).__name__}: {err}{_log_hint(err)}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _log_hint(err: BaseException) -> str:
+    run_dir = getattr(err, "run_dir", None)
+    return f" (run marked failed; details in {run_dir}/log.txt)" if run_dir is not None else ""
 
 
 if __name__ == "__main__":

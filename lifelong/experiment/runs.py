@@ -29,6 +29,7 @@ from lifelong.experiment.checkpoint import (
 )
 from lifelong.experiment.config import ConfigError, RunConfig, load_yaml, preflight, runtime_of
 from lifelong.experiment.index import RunIndex, default_index_path
+from lifelong.experiment.lock import hold
 from lifelong.experiment.rundir import (
     accuracy_frame,
     is_finished,
@@ -52,6 +53,10 @@ if TYPE_CHECKING:
     from streams.core import TaskStream
 
 log = logging.getLogger("lifelong")
+
+NOT_ON_CONSOLE = {"console": False}
+"""``extra`` of log records meant for the run's ``log.txt`` only (the CLI's console handler
+drops them: the command prints its own one-line error)."""
 
 __all__ = ["RunOutcome", "build_model", "format_report", "is_finished", "resume", "run"]
 
@@ -162,18 +167,19 @@ def run(
     Raises:
         ConfigError: The encoder cannot load here, or the strategy or one of its options is
             unknown or not allowed.
+        RunLockedError: Another live process is writing ``run_dir``.
+        DivergenceError: A loss or score became nan or inf (the run is marked failed; its
+            last checkpoint, taken before, is kept).
 
     """
     options = preflight(config)  # the encoder can load, options parsed once: nothing loaded yet
     index_path = Path(config.run_index or default_index_path(config.output_dir)).resolve()
     config = config.replace(run_index=str(index_path))
-    if run_dir is None:
-        run_dir = _new_run_dir(config)
-    else:
-        run_dir = Path(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
-    return _execute(_Job(config, run_dir, stream, options, checkpoint=None))
+    run_dir = _new_run_dir(config) if run_dir is None else Path(run_dir)
+    with hold(run_dir):  # one writer per run directory (RunLockedError names the holder)
+        text = yaml.safe_dump(config.to_dict(), sort_keys=False)
+        atomic_write_text(run_dir / "config.yaml", text)
+        return _execute(_Job(config, run_dir, stream, options, checkpoint=None))
 
 
 def resume(
@@ -202,11 +208,25 @@ def resume(
     Raises:
         ConfigError: ``run_dir`` holds no run config.
         CheckpointError: The checkpoint is unreadable.
+        RunLockedError: Another live process is still writing ``run_dir`` (e.g. the run
+            being resumed is paused, not dead).
 
     """
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").is_file():
         raise ConfigError(f"{run_dir}: not a run directory (no config.yaml)")
+    with hold(run_dir):
+        return _resume_held(run_dir, stream, progress, device, precision, compile)
+
+
+def _resume_held(
+    run_dir: Path,
+    stream: TaskStream | None,
+    progress: bool | None,
+    device: str | None,
+    precision: str | None,
+    compile: bool | None,
+) -> RunOutcome:
     config = load_yaml(run_dir / "config.yaml")
     changes = {"progress": progress, "device": device, "precision": precision, "compile": compile}
     changes = {key: value for key, value in changes.items() if value is not None}
@@ -250,11 +270,17 @@ def _execute(job: _Job) -> RunOutcome:
         log.info("run written to %s", run_dir)
         return outcome
     except Exception as err:
-        log.error("run failed: %s: %s", type(err).__name__, err, exc_info=True)
+        # The console shows the command's one-line error; log.txt gets the line and the trace.
+        log.error("run failed: %s: %s", type(err).__name__, err, extra=NOT_ON_CONSOLE)
+        log.debug("traceback of the failure", exc_info=True)
+        if (run_dir / CHECKPOINT_NAME).is_file():
+            log.info("the last checkpoint, taken before the failure, is kept", extra=NOT_ON_CONSOLE)
         index.fail(run_dir, f"{type(err).__name__}: {err}")
+        err.run_dir = run_dir  # type: ignore[attr-defined]  # where the CLI says the log is
         raise
     except BaseException as err:  # interrupted (Ctrl-C): the row stays "running", resumable
-        log.error("run interrupted (%s); `lifelong run --resume %s` continues it", err, run_dir)
+        what = type(err).__name__ if not str(err) else f"{type(err).__name__}: {err}"
+        log.error("run interrupted (%s); `lifelong run --resume %s` continues it", what, run_dir)
         raise
     finally:
         for name in ("lifelong", "streams"):
@@ -300,10 +326,20 @@ def _train(job: _Job) -> RunOutcome:
         start = checkpoint.position
         log.info("resumed at task %d, mini-batch %d", start.task, start.step)
     info = RunInfo(
-        job.run_dir, config.to_dict(), config.log_group, config.tracking_uri, config.wandb_mode
+        job.run_dir,
+        config.to_dict(),
+        config.log_group,
+        config.tracking_uri,
+        config.wandb_mode,
+        resumed_at=None if start is None else start.global_step(stream, config.batch_size),
+        evaluations=0 if start is None else start.evaluations,
     )
     with tracking(config.loggers, info, stream.task_names) as trackers:
-        began = time.perf_counter()
+        checkpointer = Checkpointer(
+            job.run_dir,
+            config.checkpoint_every,
+            seconds_before=0.0 if start is None else start.seconds,
+        )
         result = run_stream(
             stream,
             strategy,
@@ -312,13 +348,13 @@ def _train(job: _Job) -> RunOutcome:
             eval_batch_size=runtime.eval_batch_size(config.eval_batch_size),
             seed=config.seed,
             progress=config.progress,
-            checkpointer=Checkpointer(job.run_dir, config.checkpoint_every),
+            checkpointer=checkpointer,
             start=start,
             runtime=runtime,
             prefetch=runtime.prefetch,
             listener=trackers,
         )
-        metrics = run_metrics(result, strategy, time.perf_counter() - began, stream=stream)
+        metrics = run_metrics(result, strategy, checkpointer.elapsed(), stream=stream)
         metrics["runtime"] = {
             "device": runtime.describe().split(",")[0],
             "precision": runtime.precision,

@@ -17,8 +17,11 @@ A sweep file is YAML with these keys (an unknown key is an error naming it):
 
 Every grid point has a fixed run directory, ``<output_dir>/<name>/<strategy>_<order>_s<seed>``,
 so running the same sweep again skips the points whose results are there, resumes the points
-that left a checkpoint, and starts the others. All runs of a sweep share one run index,
-``<output_dir>/<name>/index.sqlite`` unless ``run.run_index`` names another.
+that left a checkpoint, and starts the others. A point's directory is held by the process
+running it (`lifelong.experiment.lock`): a second sweep started on the same grid meanwhile
+reports that point ``busy`` and goes on with the others, so no point is run twice at once.
+All runs of a sweep share one run index, ``<output_dir>/<name>/index.sqlite`` unless
+``run.run_index`` names another.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from lifelong.experiment.config import (
     strategy_options,
 )
 from lifelong.experiment.index import default_index_path
+from lifelong.experiment.lock import RunLockedError, hold
 from lifelong.experiment.rundir import is_finished, path_part
 
 log = logging.getLogger(__name__)
@@ -121,7 +125,7 @@ class SweepPoint:
 
 @dataclass(frozen=True)
 class PointResult:
-    """What happened to one grid point: ``finished``, ``skipped`` or ``failed``."""
+    """What happened to one grid point: ``finished``, ``skipped``, ``busy`` or ``failed``."""
 
     run_dir: Path
     status: str
@@ -260,8 +264,10 @@ def run_point(config: Mapping[str, Any], run_dir: str, threads: int = 0) -> Poin
         threads: torch threads for this worker (0 = leave torch's default).
 
     Returns:
-        ``finished`` with the metrics, ``skipped`` if the results were already there, or
-        ``failed`` with the error (a failing point never stops the sweep).
+        ``finished`` with the metrics, ``skipped`` if the results were already there,
+        ``busy`` if another live process holds the point's directory (another sweep running
+        the same grid: each point is run by one of them), or ``failed`` with the error (a
+        failing point never stops the sweep).
 
     """
     import torch
@@ -274,10 +280,16 @@ def run_point(config: Mapping[str, Any], run_dir: str, threads: int = 0) -> Poin
     if _finished(path):
         return PointResult(path, "skipped")
     try:
-        if (path / "config.yaml").is_file() and (path / CHECKPOINT_NAME).is_file():
-            outcome = resume(path)
-        else:
-            outcome = run(from_dict(config, where=str(path)), run_dir=path)
+        with hold(path):  # another sweep (or run) on this point: busy, not run twice
+            if _finished(path):  # it finished while we waited to look
+                return PointResult(path, "skipped")
+            if (path / "config.yaml").is_file() and (path / CHECKPOINT_NAME).is_file():
+                outcome = resume(path)
+            else:
+                outcome = run(from_dict(config, where=str(path)), run_dir=path)
+    except RunLockedError as err:
+        log.warning("sweep point %s is busy: %s", path, err)
+        return PointResult(path, "busy", error=f"in use by process {err.holder}")
     except Exception as err:  # recorded in the index and reported; the sweep goes on
         log.error("sweep run %s failed: %s", path, err)
         return PointResult(path, "failed", error=f"{type(err).__name__}: {err}")

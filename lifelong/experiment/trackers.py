@@ -22,8 +22,14 @@ one) of ``tracking_uri``, by default the local file store ``file:<output_dir>/ml
 ``csv`` ``RUN/logs/{steps,scores,final}.csv``.
 
 A resumed run continues the same W&B and MLflow runs (their ids are kept in
-``RUN/trackers.json``); the mini-batches between the last checkpoint and the interruption are
-logged again, as they are trained again.
+``RUN/trackers.json``). The mini-batches between the last checkpoint and the interruption are
+trained again: ``csv`` first drops its lines from there on (``steps.csv`` from the resumed
+step, ``scores.csv`` from the first evaluation to be redone), and ``tensorboard`` purges its
+events from the resumed step (``SummaryWriter(purge_step=...)``), so each step is recorded once;
+MLflow and W&B keep the earlier values beside the new ones (neither can delete history).
+
+Values are recorded as they are: a diverged step's ``nan`` loss is a ``nan`` in every tracker
+(the run then fails, `lifelong.learner.DivergenceError`).
 
 MLflow 3 keeps the file store in maintenance mode and refuses it unless
 ``MLFLOW_ALLOW_FILE_STORE=true``; the default (a file store) sets it for this process. Pass a
@@ -34,9 +40,9 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import json
 import logging
-import math
 import os
 import re
 import time
@@ -97,6 +103,11 @@ class RunInfo:
         group: The sweep the run belongs to (W&B group, MLflow experiment); ``None``: none.
         tracking_uri: MLflow's tracking URI (``None``: ``file:<output_dir>/mlruns``).
         wandb_mode: ``"offline"`` (no network) or ``"online"``.
+        resumed_at: A resumed run: the global mini-batch step it continues from (its
+            checkpoint's); the steps from there on are trained, and logged, again. ``None``:
+            a fresh run.
+        evaluations: A resumed run: the evaluations its checkpoint holds (the untrained one
+            and one per finished task); later ones are done, and logged, again.
 
     """
 
@@ -105,6 +116,8 @@ class RunInfo:
     group: str | None = None
     tracking_uri: str | None = None
     wandb_mode: str = "offline"
+    resumed_at: int | None = None
+    evaluations: int = 0
 
     @property
     def name(self) -> str:
@@ -240,6 +253,9 @@ class CSVTracker:
         self.dir = info.run_dir / "logs"
         self.dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.dir / "config.yaml", yaml.safe_dump(dict(info.config)))
+        if info.resumed_at is not None:  # drop what the resumed run records again
+            _keep_rows(self.dir / "steps.csv", lambda row: int(row[0]) < info.resumed_at)
+            _keep_rows(self.dir / "scores.csv", lambda row: int(row[0]) < info.evaluations)
         self._steps = self._open("steps.csv", ("step", "task", "name", "value"))
         self._scores = self._open("scores.csv", ("trained", "after", "name", "value"))
 
@@ -287,7 +303,9 @@ class TensorBoardTracker:
         """Open an event-file writer in ``RUN/tensorboard``."""
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(log_dir=str(info.run_dir / "tensorboard"))
+        self.writer = SummaryWriter(
+            log_dir=str(info.run_dir / "tensorboard"), purge_step=info.resumed_at
+        )
         config = yaml.safe_dump(dict(info.config), sort_keys=False)
         self.writer.add_text("config", "```\n" + config + "```")
         if info.group:
@@ -506,9 +524,31 @@ def _flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _is_number(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        return False
-    return math.isfinite(float(value))
+    """A number to record: nan and inf too (a diverged step is recorded as it was)."""
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool)
+
+
+def _keep_rows(path: Path, keep: Any) -> None:
+    """Rewrite a CSV log atomically with its header and the data rows ``keep(row)`` accepts.
+
+    A line cut short by a kill (the last one) is dropped too.
+    """
+    if not path.is_file():
+        return
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return
+    kept = [rows[0]]
+    for row in rows[1:]:
+        try:
+            if len(row) == len(rows[0]) and keep(row):
+                kept.append(row)
+        except ValueError:  # a half-written line
+            continue
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(kept)
+    atomic_write_text(path, buffer.getvalue())
 
 
 def _as_code(text: str) -> str:

@@ -264,7 +264,7 @@ def test_ray_points_request_gpus_by_flag_or_by_what_the_cluster_has(
 
 
 def test_a_negative_gpu_request_is_refused(tmp_path):
-    with pytest.raises(ConfigError, match="--gpus-per-run must be >= 0"):
+    with pytest.raises(ConfigError, match="--gpus-per-run must be a finite number >= 0"):
         run_sweep(tiny_sweep(tmp_path), gpus_per_run=-1)
 
 

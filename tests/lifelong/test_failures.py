@@ -1,0 +1,291 @@
+"""How runs fail: loudly, once, with the run directory left resumable (README: Failure behaviour).
+
+One test (or more) per defect of the reliability issue; the numbers are the issue's.
+"""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lifelong.experiment.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
+from lifelong.experiment.cli import EXIT_BUSY, EXIT_DIVERGED, EXIT_INTERRUPTED, main
+from lifelong.experiment.index import RunIndex
+from lifelong.experiment.lock import LOCK_NAME, RunLockedError, hold, holder
+from lifelong.learner import DivergenceError, StreamPosition
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["run", "--encoder", "tiny", "--no-progress", "--tasks", "ag_news,yelp"]
+SMALL = [*TINY, "--train-size", "40", "--test-size", "20", "--batch-size", "8"]
+
+
+def not_info(err):
+    """The console's lines other than progress (INFO) lines."""
+    return [line for line in err.splitlines() if line and not line.startswith("INFO ")]
+
+
+def only_run_dir(out):
+    (run_dir,) = [p for p in Path(out).iterdir() if p.is_dir() and p.name != "mlruns"]
+    return run_dir
+
+
+# --- 2. a diverged run fails, is marked failed, keeps its last good checkpoint -------------
+
+
+def test_a_diverged_run_fails_naming_task_and_step(tmp_path, capsys):
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    out = tmp_path / "runs"
+    args = [*SMALL, "--lr", "1e6", "--output-dir", str(out), "--logger", "csv"]
+    assert main([*args, "--logger", "mlflow"]) == EXIT_DIVERGED
+    err = capsys.readouterr().err
+    assert "training diverged: non-finite loss = nan at task 1/2 (ag_news), mini-batch" in err
+    assert "Traceback" not in err and len(not_info(err)) == 1  # one line on the console
+    run_dir = only_run_dir(out)
+    (row,) = RunIndex(out / "index.sqlite").rows()
+    assert row["status"] == "failed" and "DivergenceError" in row["error"]
+    assert not (run_dir / "metrics.json").exists()
+    kept = load_checkpoint(run_dir)  # the last good state: finite weights
+    assert all(torch.isfinite(v).all() for v in kept.strategy["trainer"]["model"].values())
+    assert "Traceback" in (run_dir / "log.txt").read_text()  # the trace is in the log
+    steps = list(csv.DictReader((run_dir / "logs" / "steps.csv").open()))
+    assert steps[-1]["value"] == "nan"  # recorded as nan, not dropped
+    client = MlflowClient(tracking_uri=(out / "mlruns").as_uri())
+    (tracked,) = client.search_runs([client.get_experiment_by_name("lifelong").experiment_id])
+    assert tracked.info.status == "FAILED"
+    losses = [m.value for m in client.get_metric_history(tracked.info.run_id, "train/loss")]
+    assert np.isnan(losses[-1])
+
+
+def test_diverged_local_adaptation_fails_the_evaluation(tmp_path, capsys):
+    args = [*SMALL, "--strategy", "mbpa++", "-o", "adapt_lr=1e30", "-o", "k=2", "-o", "steps=2"]
+    assert main([*args, "--output-dir", str(tmp_path)]) == EXIT_DIVERGED
+    assert "scores are not finite" in capsys.readouterr().err
+
+
+def test_a_checkpoint_of_non_finite_weights_is_refused(tmp_path):
+    class Strategy:
+        def state_dict(self):
+            return {"trainer": {"model": {"w": torch.tensor([1.0, float("nan")])}}}
+
+    with pytest.raises(DivergenceError, match=r"state.trainer.model.w holds non-finite"):
+        save_checkpoint(tmp_path, Strategy(), StreamPosition(task=1, step=3))
+    assert not (tmp_path / CHECKPOINT_NAME).exists()
+
+
+# --- 5. one writer per run directory ---------------------------------------------------------
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from lifelong.experiment.lock import hold
+    with hold(sys.argv[1]):
+        print("held", flush=True)
+        time.sleep(600)
+    """
+)
+
+
+def test_a_held_run_directory_refuses_a_second_writer_until_its_holder_dies(tmp_path, capsys):
+    assert main([*SMALL, "--output-dir", str(tmp_path), "--checkpoint-every", "1"]) == 0
+    run_dir = only_run_dir(tmp_path)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(run_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert child.stdout.readline().strip() == "held"
+        assert holder(run_dir).startswith(f"{child.pid} on ")
+        assert main(["run", "--resume", str(run_dir)]) == EXIT_BUSY
+        assert f"in use by process {child.pid} on" in capsys.readouterr().err
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert (run_dir / LOCK_NAME).exists()  # a kill leaves the file, not the lock
+    assert holder(run_dir) is None
+    assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
+    assert not (run_dir / LOCK_NAME).exists()
+
+
+def test_a_paused_run_is_not_resumed_under_it(tmp_path, capsys):
+    """The issue's case: a SIGSTOPped `lifelong run`, then `--resume` of its directory."""
+    out = tmp_path / "runs"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "lifelong.experiment.cli", *SMALL, "--train-size", "200"]
+        + ["--checkpoint-every", "1", "--output-dir", str(out)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 120
+        while not list(out.glob(f"*/{CHECKPOINT_NAME}")):
+            assert time.time() < deadline and child.poll() is None
+            time.sleep(0.2)
+        child.send_signal(signal.SIGSTOP)
+        run_dir = only_run_dir(out)
+        assert main(["run", "--resume", str(run_dir)]) == EXIT_BUSY
+        assert f"in use by process {child.pid}" in capsys.readouterr().err
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        assert main(["run", "--resume", str(run_dir), "--no-progress"]) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_holds_are_reentrant_in_one_process_and_exclusive_across_processes(tmp_path):
+    with hold(tmp_path), hold(tmp_path):
+        assert holder(tmp_path) == f"{os.getpid()} on {os.uname().nodename}"
+        code = "import sys, lifelong.experiment.lock as k; k.hold(sys.argv[1]).__enter__()"
+        other = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert other.returncode != 0 and "RunLockedError" in other.stderr
+    assert holder(tmp_path) is None and not (tmp_path / LOCK_NAME).exists()
+
+
+def test_a_sweep_point_held_elsewhere_is_busy_not_run_twice(tmp_path):
+    from lifelong.experiment.sweep import run_point
+
+    point = tmp_path / "seq_i_s0"
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(point)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert child.stdout.readline().strip() == "held"
+        result = run_point({"encoder": "tiny"}, str(point))
+    finally:
+        child.kill()
+        child.wait()
+    assert result.status == "busy" and str(child.pid) in result.error
+    assert not (point / "config.yaml").exists()
+
+
+def test_run_locked_error_names_the_holder(tmp_path):
+    err = RunLockedError(tmp_path, "123 on host")
+    assert "in use by process 123 on host" in str(err) and err.run_dir == tmp_path
+
+
+# --- 8. smaller ones -------------------------------------------------------------------------
+
+
+def test_runs_zero_is_refused_as_what_it_is(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--stream", "fewrel", "--runs", "0"])
+    assert "--runs: expected an integer >= 1, got '0'" in capsys.readouterr().err
+
+
+def test_runs_on_a_text_stream_says_it_needs_fewrel(tmp_path, capsys):
+    assert main([*SMALL, "--runs", "2", "--output-dir", str(tmp_path)]) == 2
+    assert "needs --stream fewrel (this run's stream is 'text')" in capsys.readouterr().err
+
+
+def test_a_resumed_run_counts_every_segments_seconds_and_logs_each_step_once(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    from test_checkpoint import Crash, crash_at, small_config
+
+    from lifelong import learner
+    from lifelong.experiment.runs import resume, run
+
+    config = small_config(tmp_path, "seq", checkpoint_every=2, loggers=["csv"])
+    crash_at(monkeypatch, 10)  # task 2's 4th mini-batch; the last checkpoint after its 2nd
+    # each evaluation takes 1 s more, so the crashed segment (two of them) takes 2 s at least
+    monkeypatch.setattr(learner, "evaluate_all_metrics", _slowed(learner.evaluate_all_metrics))
+    with pytest.raises(Crash):
+        run(config, run_dir=tmp_path / "crashed")
+    before = load_checkpoint(tmp_path / "crashed").position.seconds
+    assert before >= 2.0
+    monkeypatch.undo()
+    outcome = resume(tmp_path / "crashed")
+    assert outcome.metrics["seconds"] >= before  # the crashed segment's seconds count
+    steps = list(csv.DictReader((tmp_path / "crashed" / "logs" / "steps.csv").open()))
+    logged = [int(r["step"]) for r in steps if r["name"] == "train/loss"]
+    assert logged == list(range(12))  # 6 mini-batches a task, each once (8, 9 were redone)
+    scores = list(csv.DictReader((tmp_path / "crashed" / "logs" / "scores.csv").open()))
+    trained = [int(r["trained"]) for r in scores if r["name"] == "eval/accuracy/average"]
+    assert trained == [0, 1, 2]
+    metrics = json.loads((tmp_path / "crashed" / "metrics.json").read_text())
+    assert metrics["seconds"] == outcome.metrics["seconds"]
+
+
+def _slowed(evaluate):
+    def slowed(*args, **kwargs):
+        time.sleep(1.0)
+        return evaluate(*args, **kwargs)
+
+    return slowed
+
+
+def test_a_data_error_is_one_line_on_the_console_and_a_traceback_in_the_log(tmp_path, capfd):
+    data = tmp_path / "data" / "ag_news_csv"
+    data.mkdir(parents=True)
+    (data / "train.csv").write_text('"1","a","b"\n"9","c","d"\n')
+    (data / "test.csv").write_text('"1","a","b"\n')
+    out = tmp_path / "runs"
+    args = [*TINY, "--tasks", "ag_news", "--data-dir", str(tmp_path / "data")]
+    assert main([*args, "--train-size", "1", "--output-dir", str(out)]) == 2
+    err = capfd.readouterr().err
+    assert "train.csv:2: label 9 is out of range 1..4" in err
+    assert "Traceback" not in err
+    (line,) = not_info(err)
+    assert line.startswith("lifelong run: error:")
+    assert "Traceback" in (only_run_dir(out) / "log.txt").read_text()
+
+
+CTRL_C = textwrap.dedent(
+    """
+    import signal, sys, os
+    from lifelong import registry
+    from lifelong.experiment.cli import main
+
+    build = registry.build
+
+    def interrupting_build(*args, **kwargs):
+        strategy = build(*args, **kwargs)
+        observe = strategy.observe
+
+        def observe_then_interrupt(batch):
+            os.kill(os.getpid(), signal.SIGINT)
+            return observe(batch)
+
+        strategy.observe = observe_then_interrupt
+        return strategy
+
+    registry.build = interrupting_build
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def test_ctrl_c_prints_the_resume_hint_without_a_traceback(tmp_path):
+    child = subprocess.run(
+        [sys.executable, "-c", CTRL_C, *SMALL, "--output-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert child.returncode == EXIT_INTERRUPTED
+    assert "lifelong run --resume" in child.stderr and "interrupted" in child.stderr
+    assert "Traceback" not in child.stderr
+    (row,) = RunIndex(tmp_path / "index.sqlite").rows()
+    assert row["status"] == "running"  # resumable
