@@ -50,8 +50,8 @@ clean:
 # avalanche-lib 0.6.0 imports torchvision at top level, and the registry's torchvision 0.28.0 is
 # a CUDA build that fails to import against the local CPU torch (`torchvision::nms does not
 # exist`). So .venv-avalanche holds the registry's torch 2.13.0 (the CUDA build, about 5 GB; it
-# runs on CPU) and torchvision 0.28.0: `--isolated` makes pip ignore pip.conf's find-links (the
-# local CPU wheel). The second call then finds torch 2.13.0 installed, which satisfies
+# runs on CPU) and torchvision 0.28.0: `--isolated` makes pip ignore its configuration files and
+# environment (pip.conf's find-links: the local CPU wheel) and use its default index. The second call then finds torch 2.13.0 installed, which satisfies
 # constraints.txt, and leaves it alone.
 AVA_VENV := .venv-avalanche
 AVA_BIN := $(AVA_VENV)/bin
@@ -64,8 +64,7 @@ setup-avalanche: $(AVA_STAMP)
 $(AVA_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(AVA_VENV)
 	$(AVA_BIN)/pip install --quiet --upgrade pip
-	$(AVA_BIN)/pip install --quiet --isolated --index-url https://pypi.org/simple \
-		torch==2.13.0 torchvision==0.28.0 avalanche-lib==0.6.0
+	$(AVA_BIN)/pip install --quiet --isolated torch==2.13.0 torchvision==0.28.0 avalanche-lib==0.6.0
 	$(AVA_BIN)/pip install --quiet -c constraints.txt -e ".[cpu,minilm,dev,avalanche]"
 	touch $(AVA_STAMP)
 

@@ -205,6 +205,8 @@ def _scalar(value: Any, hint: Any, where: str) -> Any:
         if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
             return value.lower() in ("true", "1", "yes")
         raise OptionsError(f"{where}: expected true/false, got {value!r}")
+    if hint is str and not isinstance(value, str):  # not None -> "None", 7 -> "7"
+        raise OptionsError(f"{where}: expected a string, got {value!r}")
     if hint in (int, float, str):
         if hint is int and isinstance(value, float) and not value.is_integer():
             raise OptionsError(f"{where}: expected an integer, got {value!r}")

@@ -8,6 +8,7 @@ validated by the family's reader, then sampled with `sample_examples` from a see
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,21 +186,94 @@ def resolve_order(
     return orders[order]
 
 
+_DIGITS = re.compile(r"\s*([0-9]+)\s*")
+
+
+def decimal(text: str) -> int | None:
+    """An ASCII decimal integer (surrounding whitespace allowed), else None.
+
+    Stricter than ``int()``, which also takes ``+1``, ``1_0`` and non-ASCII digits: a label or
+    id in a data file is plain digits, and anything else is reported, not guessed at.
+    """
+    match = _DIGITS.fullmatch(text)
+    return int(match.group(1)) if match else None
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The lines of a UTF-8 text file, numbered from 1, each with its line break.
+
+    A UTF-8 byte-order mark at the start is dropped (spreadsheet programs write one). Lines end
+    at a line feed (a carriage return before it is kept), as ``open(path, newline="")`` gives
+    them to the ``csv`` module.
+
+    Raises:
+        DataFormatError: A line is not UTF-8, naming the file, the line, the byte and column.
+
+    """
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                problem = _not_utf8(raw[err.start], err.start + 1, err.reason)
+                raise DataFormatError(f"{path}:{number}: {problem}") from None
+            if line:  # (a file holding only a byte-order mark has no line)
+                yield number, line
+
+
+def decode_text(path: Path, data: bytes) -> str:
+    """A whole file's bytes as UTF-8 text (byte-order mark dropped).
+
+    Raises:
+        DataFormatError: The bytes are not UTF-8, naming the file and the line.
+
+    """
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        number = data.count(b"\n", 0, err.start) + 1
+        column = err.start - data.rfind(b"\n", 0, err.start)
+        problem = _not_utf8(data[err.start], column, err.reason)
+        raise DataFormatError(f"{path}:{number}: {problem}") from None
+
+
+def _not_utf8(byte: int, column: int, reason: str) -> str:
+    return (
+        f"not UTF-8 text: byte 0x{byte:02x} at column {column} ({reason}); re-encode the "
+        "file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+    )
+
+
 def sample_examples(
-    examples: Sequence[Example], size: int | None, *, seed: int, where: str
+    examples: Sequence[Example],
+    size: int | None,
+    *,
+    seed: int,
+    where: str,
+    split: str = "train",
 ) -> tuple[Example, ...]:
     """Draw ``size`` examples without replacement with a seeded generator (all if ``None``).
 
     Raises:
-        ValueError: ``size`` exceeds the number of examples available (naming ``where``).
+        ValueError: ``size`` exceeds the number of examples available (naming ``where`` and
+            the key that asks for fewer: ``train_size`` or ``test_size`` by ``split``).
 
     """
     if size is None:
         return tuple(examples)
     if size > len(examples):
-        raise ValueError(f"{where}: asked for {size} examples but the file has {len(examples)}")
+        raise ValueError(
+            f"{where}: asked for {size} examples but the file has {len(examples)}; "
+            f"{size_hint(split, len(examples))}"
+        )
     picked = np.random.default_rng(seed).choice(len(examples), size=size, replace=False)
     return tuple(examples[i] for i in np.sort(picked))
+
+
+def size_hint(split: str, available: int) -> str:
+    """How to ask for fewer examples of a split (the message ends a sampling error)."""
+    key = "test_size" if split == "test" else "train_size"
+    return f"set --{key.replace('_', '-')} (config key {key}) to {available} or fewer"
 
 
 Reader = Callable[[Any, str], list[Example]]
@@ -234,7 +308,7 @@ def load_task(
         examples = read(path, split)
         split_seed = seed * 1000 + index * 10 + (split == "test")
         splits[split] = sample_examples(
-            examples, sizes.get(split), seed=split_seed, where=str(path)
+            examples, sizes.get(split), seed=split_seed, where=str(path), split=split
         )
     log.info("%s: %d train / %d test", name, len(splits["train"]), len(splits["test"]))
     return Task(name, labels, splits["train"], splits["test"])

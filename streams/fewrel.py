@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from streams.core import DataFormatError, Example, Task, TaskStream
+from streams.core import DataFormatError, Example, Task, TaskStream, decimal, text_lines
 from streams.hf import HubSource, Split, describe_source, open_split, require_datasets
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def read_relation_names(path: str | Path) -> list[str]:
     """
     path = Path(path)
     _require_file(path, "one relation name a line, line k naming relation k")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = [line.rstrip("\r\n") for _, line in text_lines(path)]
     while lines and not clean_relation_name(lines[-1]):
         lines.pop()  # blank lines at the end name no relation
     if not lines:
@@ -147,10 +147,9 @@ def relation_names(data_dir: str | Path | None = None) -> list[str]:
 
 
 def _parse_id(token: str, what: str, n_relations: int, where: str) -> int:
-    try:
-        rel = int(token)
-    except ValueError:
-        raise DataFormatError(f"{where}: {what} {token!r} is not an integer relation id") from None
+    rel = decimal(token)
+    if rel is None:
+        raise DataFormatError(f"{where}: {what} {token!r} is not an integer relation id")
     if not 1 <= rel <= n_relations:
         raise DataFormatError(
             f"{where}: {what} {rel} is not in {RELATION_FILE} (ids 1..{n_relations})"
@@ -213,11 +212,10 @@ def read_relation_file(path: str | Path, n_relations: int) -> list[RelationLine]
     path = Path(path)
     _require_file(path, "lines 'gold_id<TAB>candidate_ids<TAB>sentence', ids 1-indexed")
     lines = []
-    with path.open(encoding="utf-8") as f:
-        for number, raw in enumerate(f, start=1):
-            line = raw.rstrip("\r\n")
-            if line.strip():
-                lines.append(parse_relation_line(line, n_relations, path, number))
+    for number, raw in text_lines(path):
+        line = raw.rstrip("\r\n")
+        if line.strip():
+            lines.append(parse_relation_line(line, n_relations, path, number))
     if not lines:
         raise DataFormatError(f"{path}: the file has no examples")
     return lines
@@ -380,30 +378,29 @@ def read_glove(path: str | Path, words: Iterable[str] | None = None) -> dict[str
     wanted = None if words is None else {w.lower() for w in words}
     vectors: dict[str, np.ndarray] = {}
     dim = 0
-    with path.open(encoding="utf-8") as f:
-        for number, raw in enumerate(f, start=1):
-            line = raw.rstrip()
-            if not line:
-                continue
-            where = f"{path}:{number}"
-            if not dim:
-                dim = len(line.split(" ")) - 1
-                if dim < 1:
-                    raise DataFormatError(f"{where}: expected a word followed by its vector")
-            parts = line.rsplit(" ", dim)  # some GloVe words hold spaces
-            if len(parts) != dim + 1 or not parts[0]:
+    for number, raw in text_lines(path):
+        line = raw.rstrip()
+        if not line:
+            continue
+        where = f"{path}:{number}"
+        if not dim:
+            dim = len(line.split(" ")) - 1
+            if dim < 1:
+                raise DataFormatError(f"{where}: expected a word followed by its vector")
+        parts = line.rsplit(" ", dim)  # some GloVe words hold spaces
+        if len(parts) != dim + 1 or not parts[0]:
+            raise DataFormatError(
+                f"{where}: expected a word and {dim} numbers (the size of the first vector), "
+                f"got {len(parts)} fields"
+            )
+        key = parts[0].lower()
+        if (wanted is None or key in wanted) and (key not in vectors or parts[0] == key):
+            try:
+                vectors[key] = np.array(parts[1:], dtype=np.float64)
+            except ValueError:
                 raise DataFormatError(
-                    f"{where}: expected a word and {dim} numbers (the size of the first vector), "
-                    f"got {len(parts)} fields"
-                )
-            key = parts[0].lower()
-            if (wanted is None or key in wanted) and (key not in vectors or parts[0] == key):
-                try:
-                    vectors[key] = np.array(parts[1:], dtype=np.float64)
-                except ValueError:
-                    raise DataFormatError(
-                        f"{where}: the vector of {parts[0]!r} has a non-number"
-                    ) from None
+                    f"{where}: the vector of {parts[0]!r} has a non-number"
+                ) from None
     if not dim:
         raise DataFormatError(f"{path}: the file holds no vector")
     return vectors

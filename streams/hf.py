@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,22 +161,44 @@ def _from_hub(name: str, hub_split: str, source: HubSource) -> Any:
             f"{name}: no Hugging Face hub copy is known ({source.note}); pass --data-dir with "
             f"a directory holding {name}/ (save_to_disk or parquet)"
         )
-    if source.data_files:
+    hint = "; offline, pass --data-dir with a directory holding it (see streams.hf)"
+    with _reading(f"{source.repo} ({name}): could not load it from the Hugging Face hub", hint):
+        if source.data_files:
+            pattern = source.data_files[hub_split]
+            return datasets.load_dataset(
+                "csv",
+                data_files={hub_split: f"hf://datasets/{source.repo}/{pattern}"},
+                column_names=list(source.csv_columns) or None,
+                split=hub_split,
+            )
         return datasets.load_dataset(
-            "csv",
-            data_files={hub_split: f"hf://datasets/{source.repo}/{source.data_files[hub_split]}"},
-            column_names=list(source.csv_columns) or None,
-            split=hub_split,
+            source.repo, source.config, split=hub_split, revision=source.revision
         )
-    return datasets.load_dataset(
-        source.repo, source.config, split=hub_split, revision=source.revision
-    )
+
+
+@contextmanager
+def _reading(what: str, hint: str) -> Iterator[None]:
+    """Turn whatever ``datasets``/``pyarrow`` raise while opening data into one line."""
+    try:
+        yield
+    except DataFormatError:
+        raise
+    except Exception as err:  # ArrowInvalid, OSError, ConnectionError, DatasetNotFoundError...
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise DataFormatError(f"{what} ({type(err).__name__}: {reason}){hint}") from None
+
+
+_SAVED_HINT = (
+    "; is it whole? (a truncated or partly copied .arrow file cannot be read: copy or "
+    "save_to_disk it again)"
+)
 
 
 def _from_dir(folder: Path, hub_split: str, name: str) -> Any:
     datasets = require_datasets()
     if (folder / "dataset_dict.json").is_file():
-        loaded = datasets.load_from_disk(str(folder))
+        with _reading(f"{folder}: cannot read the saved DatasetDict", _SAVED_HINT):
+            loaded = datasets.load_from_disk(str(folder))
         if hub_split not in loaded:
             raise DataFormatError(
                 f"{folder}: no split {hub_split!r} in the saved DatasetDict "
@@ -183,7 +206,8 @@ def _from_dir(folder: Path, hub_split: str, name: str) -> Any:
             )
         return loaded[hub_split]
     if (folder / hub_split / "state.json").is_file():
-        return datasets.load_from_disk(str(folder / hub_split))
+        with _reading(f"{folder / hub_split}: cannot read the saved dataset", _SAVED_HINT):
+            return datasets.load_from_disk(str(folder / hub_split))
     patterns = (
         f"{hub_split}.parquet",
         f"{hub_split}-*.parquet",
@@ -193,7 +217,9 @@ def _from_dir(folder: Path, hub_split: str, name: str) -> Any:
     for pattern in patterns:
         files = sorted(glob.glob(glob.escape(str(folder)) + "/" + pattern))
         if files:
-            return datasets.Dataset.from_parquet(files)
+            where = f"{folder}: cannot read the parquet files {pattern}"
+            with _reading(where, "; is each file whole?"):
+                return datasets.Dataset.from_parquet(files)
     raise DataFormatError(
         f"{folder}: no {name} split {hub_split!r} (expected a save_to_disk directory with "
         f"dataset_dict.json or {hub_split}/state.json, or parquet files "

@@ -58,6 +58,7 @@ from streams.core import (
     Task,
     TaskStream,
     UnknownNameError,
+    decode_text,
     load_task,
     resolve_order,
 )
@@ -134,10 +135,7 @@ def _read_json(path: Path) -> Any:
     """Parse a JSON file, turning every failure into a `DataFormatError` naming the file."""
     if not path.is_file():
         raise DataFormatError(f"{path}: file not found (expected a SQuAD-format JSON file)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise DataFormatError(f"{path}: not UTF-8 text ({err})") from None
+    text = decode_text(path, path.read_bytes())  # a byte-order mark is dropped
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:

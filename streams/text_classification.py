@@ -30,8 +30,11 @@ from streams.core import (
     Task,
     TaskStream,
     UnknownNameError,
+    decimal,
     resolve_order,
     sample_examples,
+    size_hint,
+    text_lines,
 )
 from streams.hf import HubSource, describe_source, open_split
 
@@ -194,8 +197,8 @@ def read_csv(path: Path, spec: DatasetSpec, preprocess: Preprocessing = "none") 
     n_cols = 1 + len(spec.columns)
     n_labels = len(spec.label_names)
     examples: list[Example] = []
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
+    reader = csv.reader(line for _, line in text_lines(path))
+    try:
         for row in reader:
             where = f"{path}:{reader.line_num}"
             if len(row) != n_cols:
@@ -203,13 +206,14 @@ def read_csv(path: Path, spec: DatasetSpec, preprocess: Preprocessing = "none") 
                     f"{where}: expected {n_cols} columns (label,{','.join(spec.columns)}), "
                     f"got {len(row)}"
                 )
-            try:
-                label = int(row[0])
-            except ValueError:
+            label = decimal(row[0])
+            if label is None:
                 raise DataFormatError(
                     f"{where}: label {row[0]!r} is not an integer in 1..{n_labels}"
-                ) from None
+                )
             examples.append(row_example(label - 1, row[1:], spec, preprocess, where, where))
+    except csv.Error as err:  # e.g. a field over csv's size limit (a quote left open)
+        raise DataFormatError(f"{path}:{reader.line_num}: not a CSV row ({err})") from None
     if not examples:
         raise DataFormatError(f"{path}: the file has no rows")
     return examples
@@ -438,7 +442,7 @@ def load_dataset(
     )
     n_validation = _validation_size(len(rows), train_size, validation_size)
     train, validation = _draw_train(rows, train_size, n_validation, seed=seed, where=train_where)
-    test = sample_examples(test_rows, test_size, seed=seed + 1, where=test_where)
+    test = sample_examples(test_rows, test_size, seed=seed + 1, where=test_where, split="test")
     log.info("%s: %d train / %d validation / %d test", name, len(train), n_validation, len(test))
     return Task(name, DATASETS[name].labels, train, test, validation)
 
@@ -483,7 +487,7 @@ def _draw_train(
         asked = "at least 1" if train_size is None else str(train_size)
         raise ValueError(
             f"{where}: asked for {asked} training + {n_validation} validation examples but "
-            f"the file has {len(rows)}"
+            f"the file has {len(rows)}; {size_hint('train', len(rows) - n_validation)}"
         )
     n_train = len(rows) - n_validation if train_size is None else train_size
     drawn = np.random.default_rng(seed).choice(len(rows), n_train + n_validation, replace=False)

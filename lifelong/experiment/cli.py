@@ -427,7 +427,7 @@ def _console_logging() -> logging.Handler:
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # a run failed while running (the error's line here, its traceback in log.txt)
-EXIT_USAGE = 2  # refused: a bad option, config, path or data file (nothing ran, or data broke)
+EXIT_USAGE = 2  # refused: a bad option, config, path or data file; an OS error outside a run
 EXIT_DIVERGED = 3  # training diverged (nan/inf); the run is marked failed, its checkpoint kept
 EXIT_BUSY = 4  # another live process holds the run directory (or a sweep point's)
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): the run stays resumable
@@ -482,6 +482,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"{prefix}: error: {message}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as err:  # the file system or the environment: one line naming the path
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"{prefix}: error: {where}{err.strerror or err}{_log_hint(err)}", file=sys.stderr)
+        return EXIT_FAILED if getattr(err, "run_dir", None) is not None else EXIT_USAGE
     except Exception as err:
         if getattr(err, "run_dir", None) is None:
             raise  # not in a run: a bug, whose traceback is the report

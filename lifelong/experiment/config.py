@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
+import tempfile
 import typing
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -22,6 +24,9 @@ from lifelong.encoders.names import (
     MEMORY_FAMILIES,
     EncoderError,
     check_encoder_name,
+    offline,
+    position_limit,
+    segment_position_limit,
 )
 from lifelong.options import (
     NonNegativeInt,
@@ -36,6 +41,9 @@ from lifelong.tasks.settings import TaskSettings, check_windows
 if TYPE_CHECKING:
     from lifelong.runtime import Runtime
     from streams.registry import Embedder, StreamSpec
+
+DEFAULT_SEGMENT_LENGTH = 64
+"""Tokens per segment of the memory-augmented encoders when ``segment_length`` is not set."""
 
 DEMO_CONFIG = Path(__file__).parent / "configs" / "demo.yaml"
 """The embedded demo: bundled sample, order i, MiniLM; what ``lifelong run`` runs by default."""
@@ -69,7 +77,9 @@ class RunConfig:
     encoder: str = "minilm"  # "minilm" (offline), "tiny" (random, tests), any HF name/path, or
     # a memory-augmented encoder: transformer-xl, compressive, memformer, infinity-former,
     # memoria, memorizing (random init), memoria-minilm / memoria-tiny (on a pre-trained BERT)
-    segment_length: PositiveInt = 64  # memory-augmented encoders: tokens per segment
+    # memory-augmented encoders only: tokens per segment (None: DEFAULT_SEGMENT_LENGTH, 64);
+    # set with a plain encoder it is an error (it would change nothing)
+    segment_length: PositiveInt | None = None
     # what the head reads: BERT's pooler output (both references: Holla's base_models.py,
     # EM-in-LLL's BertForSequenceClassification) or the raw [CLS] state; "auto": the pooler
     # where the checkpoint has trained pooler weights (BERT), else [CLS] (MiniLM, "tiny").
@@ -171,6 +181,17 @@ class RunConfig:
                 check_windows(self.max_length, self.doc_stride, self.max_query_length)
             except ValueError as err:
                 raise OptionsError(f"keys 'max_length'/'doc_stride': {err}") from None
+        if self.segment_length is not None and not is_segmented(self.encoder):
+            raise OptionsError(
+                f"key 'segment_length': applies to the memory-augmented encoders only "
+                f"({', '.join((*MEMORY_FAMILIES, *MEMORIA_BERT))}); encoder {self.encoder!r} "
+                f"reads each input whole, up to max_length ({self.max_length}) tokens"
+            )
+
+    @property
+    def segments(self) -> int:
+        """Tokens per segment of a memory-augmented encoder (``segment_length`` or 64)."""
+        return self.segment_length or DEFAULT_SEGMENT_LENGTH
 
     def options_for(self, strategy: str | None = None) -> dict[str, Any]:
         """The option values given for ``strategy`` (default: the configured one)."""
@@ -219,6 +240,11 @@ class RunConfig:
         return from_dict({**self.to_dict(), **changes}, where=where)
 
 
+def is_segmented(encoder: str) -> bool:
+    """Whether an encoder name reads its inputs segment by segment (takes ``segment_length``)."""
+    return encoder in MEMORY_FAMILIES or encoder in MEMORIA_BERT
+
+
 def _shared(config: RunConfig, cls: type, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     return {
         f.name: getattr(config, f.name) for f in dataclasses.fields(cls) if f.name not in exclude
@@ -247,7 +273,7 @@ def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
             )
         try:
             if key == "tasks":
-                kwargs[key] = _names(value, key, "dataset names", where) or None
+                kwargs[key] = _tasks(value, where)
             elif key == "loggers":
                 kwargs[key] = _names(value, key, "logger names", where)
             elif key == "strategy_options":
@@ -273,6 +299,19 @@ def _names(value: Any, key: str, what: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _tasks(value: Any, where: str) -> tuple[str, ...] | None:
+    """``tasks``: ``None`` (the order's tasks) or at least one name; empty is an error."""
+    if value is None:
+        return None
+    names = _names(value, "tasks", "dataset names", where)
+    if not names:
+        raise ConfigError(
+            f"{where}: key 'tasks': {value!r} names no dataset; give at least one, or leave "
+            "tasks out (null) for the order's tasks"
+        )
+    return names
+
+
 def _strategy_options(value: Any, where: str) -> dict[str, dict[str, Any]]:
     if value is None:
         return {}
@@ -283,20 +322,89 @@ def _strategy_options(value: Any, where: str) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in value.items()}
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"key {key!r} is given twice (lines {seen[key]} and {line}); keep one",
+                    key_node.start_mark,
+                )
+            if isinstance(key, Hashable):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | Path, what: str = "config") -> Any:
-    """Parse a YAML file; a missing file or bad YAML is a `ConfigError` naming the file."""
+    """Parse a YAML file (UTF-8, a byte-order mark allowed).
+
+    Raises:
+        ConfigError: The file is missing or unreadable, not UTF-8, not valid YAML, or gives a
+            key twice in one mapping; the message names the file (and the line).
+
+    """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: {what} file not found")
     try:
-        return yaml.safe_load(path.read_text())
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read the {what} file: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: invalid YAML: {err}") from None
+        raise ConfigError(f"{path}{_yaml_problem(err)}") from None
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """``:LINE:COLUMN: invalid YAML: what`` in one line (PyYAML's own message takes several)."""
+    mark = getattr(err, "problem_mark", None)
+    where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context = getattr(err, "context", None)
+    return f"{where}: invalid YAML: {f'{context}, ' if context else ''}{problem}"
 
 
 def load_yaml(path: str | Path) -> RunConfig:
-    """Load a `RunConfig` from a YAML file (errors name the file)."""
-    return from_dict(read_yaml(path) or {}, where=str(path))
+    """Load a `RunConfig` from a YAML file (errors name the file).
+
+    Raises:
+        ConfigError: As `read_yaml`; an empty file (it would silently be the defaults); or
+            a key or value `from_dict` refuses.
+
+    """
+    values = read_yaml(path)
+    if values is None:
+        raise ConfigError(
+            f"{path}: the config file is empty; give at least one key (an empty mapping, "
+            "{}, runs the built-in defaults on purpose)"
+        )
+    return from_dict(values, where=str(path))
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    """Load a run directory's ``config.yaml``, also one written by an earlier version.
+
+    Runs started before ``segment_length`` became optional saved it (64) whatever the
+    encoder; with a plain encoder that value meant nothing and is dropped, so those runs still
+    resume. Anything else is checked as `load_yaml` checks it.
+    """
+    values = read_yaml(path)
+    if isinstance(values, dict) and not is_segmented(str(values.get("encoder", "minilm"))):
+        if values.get("segment_length") == DEFAULT_SEGMENT_LENGTH:
+            values = {k: v for k, v in values.items() if k != "segment_length"}
+    if values is None:
+        raise ConfigError(f"{path}: the run's config file is empty")
+    return from_dict(values, where=str(path))
 
 
 def preflight(config: RunConfig) -> Any:
@@ -310,16 +418,106 @@ def preflight(config: RunConfig) -> Any:
         The chosen strategy's parsed options (see `strategy_options`).
 
     Raises:
-        ConfigError: The encoder cannot load here, the device or precision is not available
-            here, or a strategy option is not allowed.
+        ConfigError: The encoder cannot load here, ``max_length`` exceeds its positions, the
+            device or precision is not available here, or a strategy option is not allowed.
 
     """
     try:
         check_encoder_name(config.encoder)
     except EncoderError as err:
         raise ConfigError(f"key 'encoder': {err}") from None
+    check_lengths(config)
+    check_sources(config)
     runtime_of(config)
-    return strategy_options(config)
+    options = strategy_options(config)
+    check_outputs(config)  # last: it creates output_dir
+    return options
+
+
+def check_sources(config: RunConfig) -> None:
+    """Refuse the hub as a data source where it is off limits, and an unreachable tracker.
+
+    Raises:
+        ConfigError: ``data_source: hf`` without ``data_dir`` in offline mode; an ``http(s)``
+            MLflow ``tracking_uri`` that does not answer within a few seconds (MLflow itself
+            would retry for minutes).
+
+    """
+    if config.data_source == "hf" and config.data_dir is None and datasets_offline():
+        raise ConfigError(
+            "key 'data_dir': data_source 'hf' without a data directory reads the Hugging Face "
+            "hub, which offline mode (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE) forbids; pass "
+            "--data-dir DIR holding <dataset>/ as save_to_disk directories or parquet files"
+        )
+    if "mlflow" in config.loggers and config.tracking_uri:
+        from lifelong.experiment.trackers import TrackerError, check_tracking_uri
+
+        try:
+            check_tracking_uri(config.tracking_uri)
+        except TrackerError as err:
+            raise ConfigError(f"key 'tracking_uri': {err}") from None
+
+
+def datasets_offline() -> bool:
+    """Whether the ``datasets`` library may not reach the hub (its or the hub's offline flag)."""
+    flag = os.environ.get("HF_DATASETS_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    return flag or offline()
+
+
+def check_outputs(config: RunConfig) -> None:
+    """``output_dir`` (and the run index's folder) exist as writable directories, or can.
+
+    Raises:
+        ConfigError: A file is in the way, or the directory cannot be created or written
+            (read-only file system, permissions), naming the key, the path and the reason.
+
+    """
+    index = Path(config.run_index).parent if config.run_index else None
+    for key, folder in (("output_dir", Path(config.output_dir)), ("run_index", index)):
+        if folder is None:
+            continue
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass  # a real write: os.access says yes to root on a read-only mount
+        except FileExistsError:
+            raise ConfigError(f"key {key!r}: {folder} is a file, not a directory") from None
+        except OSError as err:
+            raise ConfigError(
+                f"key {key!r}: cannot write in {folder} ({err.strerror or err}); choose "
+                "a writable directory"
+            ) from None
+
+
+def check_lengths(config: RunConfig, limit: int | None = None) -> None:
+    """``max_length`` (or a Memoria segment) within the encoder's positions, said before loading.
+
+    Args:
+        config: The run config.
+        limit: The encoder's position limit if already known (a loaded model's); default: read
+            from its ``config.json`` where one is at hand (`position_limit`).
+
+    Raises:
+        ConfigError: Naming the key, the value and the encoder's limit.
+
+    """
+    if is_segmented(config.encoder):
+        limit = segment_position_limit(config.encoder)
+        if limit is not None and config.segments > limit:
+            raise ConfigError(
+                f"key 'segment_length': {config.segments} tokens per segment is above the "
+                f"{limit} positions of the BERT that encoder {config.encoder!r} reads each "
+                f"segment with; use --segment-length {limit} or less"
+            )
+        return
+    limit = position_limit(config.encoder) if limit is None else limit
+    if limit is not None and config.max_length > limit:
+        raise ConfigError(
+            f"key 'max_length': {config.max_length} tokens is above encoder "
+            f"{config.encoder!r}'s limit of {limit} positions (max_position_embeddings); use "
+            f"--max-length {limit} or less, or a memory-augmented encoder that reads long "
+            "inputs segment by segment (e.g. --encoder memoria-minilm --segment-length 64)"
+        )
 
 
 def runtime_of(config: RunConfig) -> Runtime:

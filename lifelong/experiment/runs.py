@@ -27,7 +27,14 @@ from lifelong.experiment.checkpoint import (
     remove_stale_temporaries,
     restore_random_states,
 )
-from lifelong.experiment.config import ConfigError, RunConfig, load_yaml, preflight, runtime_of
+from lifelong.experiment.config import (
+    ConfigError,
+    RunConfig,
+    check_lengths,
+    load_run_config,
+    preflight,
+    runtime_of,
+)
 from lifelong.experiment.index import RunIndex, default_index_path
 from lifelong.experiment.lock import hold
 from lifelong.experiment.rundir import (
@@ -105,7 +112,7 @@ def run_encoder(config: RunConfig) -> nn.Module:
     return load_run_encoder(
         config.encoder,
         seed=config.seed,
-        segment_length=config.segment_length,
+        segment_length=config.segments,
         pooling=config.pooling,
     )
 
@@ -115,15 +122,20 @@ def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, Task
 
     The kind gives its rows segment ids (QA always, FewRel with ``segment_ids``) only when the
     encoder has segment embeddings; the memory-augmented encoders have none, and FewRel's
-    ``segment_ids`` is refused for them (`ValueError`).
+    ``segment_ids`` is refused for them (`ValueError`). ``max_length`` is checked against the
+    loaded model's positions (`check_lengths`; a `ConfigError` before any training).
     """
     from lifelong.encoders import load_tokenizer, tokenizer_name
     from lifelong.encoders.base import reads_token_types
+    from lifelong.encoders.names import limit_of_config
     from lifelong.model import Classifier
     from lifelong.tasks import build_task
 
     tokenizer = load_tokenizer(tokenizer_name(config.encoder))
     encoder = run_encoder(config)
+    model_config = getattr(getattr(encoder, "model", None), "config", None)
+    if model_config is not None:  # a hub model first downloaded now: its limit is known now
+        check_lengths(config, limit_of_config(model_config.to_dict()))
     settings = config.task_settings(token_types=reads_token_types(encoder))
     task = build_task(stream.kind, tokenizer, stream.label_names, settings)
     return Classifier(encoder, task.head(encoder.hidden_size), task=task), task
@@ -227,7 +239,7 @@ def _resume_held(
     precision: str | None,
     compile: bool | None,
 ) -> RunOutcome:
-    config = load_yaml(run_dir / "config.yaml")
+    config = load_run_config(run_dir / "config.yaml")
     changes = {"progress": progress, "device": device, "precision": precision, "compile": compile}
     changes = {key: value for key, value in changes.items() if value is not None}
     if changes:
@@ -445,12 +457,21 @@ def format_report(result: StreamResult, metrics: dict[str, Any]) -> str:
     }
     table = "\n".join(f"  {label:<17}{_points(metrics[key])}" for key, label in names.items())
     for key, value in dict(metrics.get("strategy", {})).items():
-        table += f"\n  {key:<17}{value:7.3g}"
+        table += f"\n  {key:<17}{_plain_number(value)}"
     if result.metric != "accuracy":
         table = f"  (from the {METRIC_LABELS.get(result.metric, result.metric)} matrix)\n" + table
     if len(result.task_names) < 2:
         table += "\n  (BWT, FWT and forgetting need two tasks or more)"
     return f"{text}\n\nMetrics (points):\n{table}"
+
+
+def _plain_number(value: Any) -> str:
+    """A count as a count (``2500``, not ``2.5e+03``), a rate with 4 significant digits."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        return f"{value!s:>7}"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):7d}"
+    return f"{float(value):7.4g}"
 
 
 def _points(value: float | None) -> str:

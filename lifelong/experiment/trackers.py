@@ -45,7 +45,9 @@ import json
 import logging
 import os
 import re
+import socket
 import time
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -91,6 +93,38 @@ def check_loggers(names: Sequence[str]) -> None:
             raise TrackerError(
                 f"logger {name!r} needs the {module} package: pip install 'lifelong[{name}]'"
             )
+
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds a tracking server gets to accept a connection before a run is refused."""
+
+
+def check_tracking_uri(uri: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Refuse an MLflow tracking URI that cannot work, before the run starts.
+
+    An ``http(s)`` server must accept a TCP connection within ``timeout`` seconds (MLflow's
+    own client retries an unreachable server for about 4 minutes before it fails); a
+    ``sqlite:///`` database's folder must exist. Other schemes (``file:``, ``databricks``, ...)
+    are left to MLflow.
+
+    Raises:
+        TrackerError: Naming the URI and why it cannot be used.
+
+    """
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme in ("http", "https"):
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            socket.create_connection((parsed.hostname or "", port), timeout=timeout).close()
+        except OSError as err:
+            raise TrackerError(
+                f"{uri}: no tracking server answers ({err.strerror or err}; waited "
+                f"{timeout:g} s); start it, or drop --tracking-uri for the local file store"
+            ) from None
+    elif parsed.scheme == "sqlite" and parsed.path not in ("", "/", "/:memory:"):
+        folder = Path(parsed.path[1:]).parent  # sqlite:///rel.db, sqlite:////abs/path.db
+        if not folder.is_dir():
+            raise TrackerError(f"{uri}: the database's folder {folder} does not exist")
 
 
 @dataclass(frozen=True)
@@ -420,6 +454,8 @@ class MLflowTracker:
         uri = info.tracking_uri or default_tracking_uri(info.config)
         if uri.startswith("file:") and "MLFLOW_ALLOW_FILE_STORE" not in os.environ:
             os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+        for variable, value in HTTP_DEFAULTS.items():  # fail in seconds, not minutes
+            os.environ.setdefault(variable, value)
         self.client = MlflowClient(tracking_uri=uri)
         experiment = info.group or "lifelong"
         found = self.client.get_experiment_by_name(experiment)
@@ -482,6 +518,10 @@ class MLflowTracker:
         self.client.log_batch(self.run_id, tags=[RunTag("status", status)])
         self.client.set_terminated(self.run_id, status.upper())
 
+
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+"""MLflow's HTTP settings unless the environment sets them: MLflow's own (7 retries with
+back-off, 120 s each) keep a run waiting minutes on a server that has gone away mid-run."""
 
 _MLFLOW_NAME = re.compile(r"[^\w\-. :/]")
 

@@ -13,7 +13,10 @@ then serves every batch of those examples from them. On disk a split's records l
   names another file and the stale one is never read.
 
 Files are written atomically, so runs sharing a cache (every strategy, seed and sweep point on
-the same data) never read half a file; any run may write a missing one.
+the same data) never read half a file; any run may write a missing one. A file that cannot be
+read back (corrupt, truncated, another format) is tokenised again and rewritten, with a warning;
+a cache directory that cannot be written (read-only, a file in the way) leaves the run's token ids
+in memory, with a warning: neither stops a run.
 """
 
 from __future__ import annotations
@@ -163,17 +166,44 @@ class TokenCache:
         path = None
         if self.directory is not None:
             path = self.directory / f"{split_key(examples, self.identity)}.npz"
-            if path.is_file():
-                records = records_from_bytes(path.read_bytes(), str(path))
-                if len(records) == len(examples):
-                    self.hits += 1
-                    return records
+            if (records := self._read(path, len(examples))) is not None:
+                self.hits += 1
+                return records
         records = self.kind.encode(examples)
         self.misses += 1
         if path is not None:
+            self._write(path, records)
+        return records
+
+    def _read(self, path: Path, n: int) -> ExampleRecords | None:
+        """A cached split's records, or None: missing, or unreadable (then rebuilt, warned)."""
+        if not path.is_file():
+            return None
+        try:
+            records = records_from_bytes(path.read_bytes(), str(path))
+        except (OSError, ValueError) as err:
+            log.warning("token cache: %s; tokenising the split again and rewriting the file", err)
+            return None
+        if len(records) != n:
+            log.warning(
+                "token cache: %s holds %d records, not %d; rebuilding it", path, len(records), n
+            )
+            return None
+        return records
+
+    def _write(self, path: Path, records: ExampleRecords) -> None:
+        """Write a split's records; where the cache cannot be written, keep them in memory."""
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(path, records_to_bytes(records))
-        return records
+        except OSError as err:
+            log.warning(
+                "token cache: cannot write %s (%s); this run keeps its token ids in memory "
+                "(set token_cache to a writable directory, or off)",
+                self.directory,
+                err.strerror or err,
+            )
+            self.directory = None
 
 
 class CachedKind:

@@ -289,3 +289,167 @@ def test_ctrl_c_prints_the_resume_hint_without_a_traceback(tmp_path):
     assert "Traceback" not in child.stderr
     (row,) = RunIndex(tmp_path / "index.sqlite").rows()
     assert row["status"] == "running"  # resumable
+
+
+# --- 4. --max-length within the encoder's positions, said before anything loads -------------
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--encoder", "minilm", "--max-length", "600"], "'minilm''s limit of 512 positions"),
+        (["--encoder", "tiny", "--max-length", "513"], "'tiny''s limit of 512 positions"),
+        (
+            ["--encoder", "memoria-tiny", "--max-length", "4096", "--segment-length", "1024"],
+            "1024 tokens per segment is above the 512 positions",
+        ),
+    ],
+)
+def test_max_length_above_the_encoders_positions_is_refused_up_front(
+    args, message, tmp_path, capsys
+):
+    code = main(["run", "--no-progress", "--output-dir", str(tmp_path), *args])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # before anything: no run directory
+
+
+def test_a_local_models_limit_is_read_from_its_config(tmp_path):
+    from lifelong.encoders.names import position_limit
+
+    model = tmp_path / "roberta"
+    model.mkdir()
+    config = {"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1}
+    (model / "config.json").write_text(json.dumps(config))
+    assert position_limit(str(model)) == 512
+    assert position_limit("minilm") == 512 and position_limit("memoria-minilm") is None
+
+
+def test_a_long_memory_encoder_input_is_allowed(tmp_path):
+    from lifelong.experiment.config import from_dict, preflight
+
+    config = from_dict({"encoder": "memoria-tiny", "max_length": 2048, "segment_length": 256})
+    preflight(config)  # segments of 256 within the BERT's 512 positions
+
+
+# --- 7. OS and environment errors ------------------------------------------------------------
+
+
+def test_a_file_as_output_dir_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / "out").write_text("a file")
+    assert main([*SMALL, "--output-dir", str(tmp_path / "out")]) == 2
+    assert f"key 'output_dir': {tmp_path / 'out'} is a file" in capsys.readouterr().err
+    assert main([*SMALL, "--output-dir", str(tmp_path / "out" / "runs")]) == 2
+    assert "cannot write in" in capsys.readouterr().err
+
+
+def test_an_unwritable_output_dir_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")  # as on a read-only mount
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    assert main([*SMALL, "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "key 'output_dir': cannot write in" in err and "Permission denied" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_output_dir_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o555)
+    try:
+        assert main([*SMALL, "--output-dir", str(out)]) == 2
+        assert "cannot write in" in capsys.readouterr().err
+    finally:
+        out.chmod(0o755)
+
+
+def test_an_os_error_inside_a_run_is_one_line_naming_the_file(tmp_path, capsys, monkeypatch):
+    from lifelong.experiment import rundir
+
+    def disk_full(path, text, **kwargs):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(rundir, "atomic_write_text", disk_full)
+    assert main([*SMALL, "--output-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    (line,) = not_info(err)
+    assert "config.yaml: No space left on device (run marked failed; details in" in line
+
+
+def test_hf_source_offline_without_a_data_dir_is_refused_up_front(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main([*SMALL, "--data-source", "hf", "--output-dir", str(tmp_path)]) == 2
+    assert "forbids; pass --data-dir DIR" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_unreachable_tracking_server_fails_fast(tmp_path, capsys):
+    pytest.importorskip("mlflow")
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    began = time.perf_counter()
+    args = [*SMALL, "--logger", "mlflow", "--tracking-uri", f"http://127.0.0.1:{port}"]
+    assert main([*args, "--output-dir", str(tmp_path)]) == 2
+    assert time.perf_counter() - began < 30  # MLflow alone retried for about 4 minutes
+    assert f"key 'tracking_uri': http://127.0.0.1:{port}: no tracking server answers" in (
+        capsys.readouterr().err
+    )
+    assert not list(tmp_path.iterdir())
+
+
+# --- 8. config, tasks, YAML, segment length, metrics block ---------------------------------
+
+
+def test_an_empty_config_file_is_an_error(tmp_path, capsys):
+    (tmp_path / "empty.yaml").write_text("# nothing here\n")
+    assert main(["run", "--config", str(tmp_path / "empty.yaml")]) == 2
+    assert "empty.yaml: the config file is empty" in capsys.readouterr().err
+
+
+def test_tasks_empty_is_an_error_not_all_five(tmp_path, capsys):
+    assert main([*TINY[:-1], "", "--output-dir", str(tmp_path)]) == 2
+    assert "key 'tasks': '' names no dataset" in capsys.readouterr().err
+
+
+def test_a_yaml_key_given_twice_is_an_error_naming_both_lines(tmp_path, capsys):
+    (tmp_path / "twice.yaml").write_text("encoder: tiny\nlr: 0.1\nseed: 1\nlr: 0.2\n")
+    assert main(["run", "--config", str(tmp_path / "twice.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "twice.yaml:4:1: invalid YAML: key 'lr' is given twice (lines 2 and 4)" in err
+
+
+def test_segment_length_with_a_plain_encoder_is_an_error(tmp_path, capsys):
+    args = [*SMALL, "--segment-length", "32", "--output-dir", str(tmp_path)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "key 'segment_length': applies to the memory-augmented encoders only" in err
+
+
+def test_an_older_runs_saved_segment_length_still_resumes(tmp_path):
+    import yaml
+
+    from lifelong.experiment.config import load_run_config
+
+    saved = {"encoder": "minilm", "segment_length": 64, "lr": 0.001}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    assert load_run_config(tmp_path / "config.yaml").segment_length is None
+
+
+def test_the_metrics_block_prints_counts_as_counts():
+    from lifelong.experiment.runs import format_report
+    from lifelong.learner import StreamResult
+
+    result = StreamResult(("a", "b"), np.array([[50.0, 0.0], [40.0, 60.0]]), np.zeros(2))
+    metrics = {"pooled_accuracy": 50.0, "average_accuracy": 50.0, "bwt": -10.0, "fwt": 0.0}
+    metrics.update(forgetting=10.0, strategy={"memory_examples": 2500, "write_rate": 0.01234})
+    text = format_report(result, metrics)
+    assert "memory_examples     2500" in text and "e+03" not in text
+    assert "write_rate       0.01234" in text

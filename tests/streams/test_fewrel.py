@@ -298,3 +298,20 @@ def test_shipped_sample_loads(sample_stream):
     for task in sample_stream:
         assert {ex.label for ex in task.train} == set(task.labels)
         assert {ex.label for ex in task.test} == set(task.labels)
+
+
+def test_non_utf8_bytes_name_file_and_line_and_a_bom_is_accepted(tmp_path):
+    """Failure 6: FewRel files with a Latin-1 byte, or written with a byte-order mark."""
+    toy_data(tmp_path, n_relations=4)
+    names = tmp_path / RELATION_FILE
+    names.write_bytes(names.read_text().encode("utf-8-sig"))
+    assert read_relation_names(names)[0] == "rel0 alpha"
+    train = tmp_path / TRAIN_FILE
+    lines = train.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b"sentence", b"s\xe9ntence")
+    train.write_bytes(b"\n".join(lines))
+    with pytest.raises(DataFormatError, match=rf"{TRAIN_FILE}:2: not UTF-8 text: byte 0xe9"):
+        read_relation_file(train, 4)
+    train.write_bytes("1\t2 3\tbom line\n".encode("utf-8-sig"))
+    (line,) = read_relation_file(train, 4)
+    assert line.gold == 0

@@ -402,3 +402,31 @@ def test_lifelong_run_reads_every_stream_from_hf_copies(stream, text_dir, qa_dir
     assert "forgetting" in capsys.readouterr().out
     (run_dir,) = [p for p in out_dir.iterdir() if p.is_dir()]
     assert "data_source: hf" in (run_dir / "config.yaml").read_text()
+
+
+@pytest.mark.parametrize("layout", ["dataset_dict", "per_split", "parquet"])
+def test_a_truncated_file_names_the_dataset_folder(tmp_path, layout):
+    """Failure 7: a truncated .arrow file gave a bare pyarrow traceback, naming no file."""
+    splits = {split: _text_rows("yelp", split) for split in ("train", "test")}
+    folder = tmp_path / "yelp"
+    if layout == "dataset_dict":
+        datasets.DatasetDict(splits).save_to_disk(str(folder))
+    elif layout == "per_split":
+        for split, rows in splits.items():
+            rows.save_to_disk(str(folder / split))
+    else:
+        for split, rows in splits.items():
+            rows.to_parquet(str(folder / f"{split}.parquet"))
+    (data,) = sorted(folder.rglob("train*.parquet")) or sorted(folder.rglob("train/*.arrow"))
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    with pytest.raises(DataFormatError, match=rf"{folder}.*cannot read .*whole"):
+        text_classification.load_dataset("yelp", tmp_path, data_source="hf")
+
+
+def test_an_unreachable_hub_is_one_line(monkeypatch):
+    def offline(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'Yelp/yelp_review_full' on the Hub (offline)")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(DataFormatError, match=r"Yelp/yelp_review_full \(yelp\): could not load"):
+        text_classification.load_dataset("yelp", None, data_source="hf")

@@ -189,3 +189,17 @@ def test_sampling_is_seeded_and_independent_of_order():
         ValueError, match=r"val_v0.2.json: asked for 21 examples but the file has 20"
     ):
         qa_stream(tasks=["quac"], test_size=21)
+
+
+def test_non_utf8_json_names_the_line_and_a_bom_is_accepted(tmp_path):
+    text = json.dumps(squad(qa("q1", [{"text": "Paris", "answer_start": 0}])), indent=1)
+    path = tmp_path / "train-v1.1.json"
+    path.write_bytes(text.encode("utf-8-sig"))
+    (example,) = load_squad_file(path, "squad")
+    assert example.answers == (("Paris", 0),)
+    path.write_bytes(text.replace("France?", "Fran\xe7e?").encode("latin-1"))
+    line = text[: text.index("France?")].count("\n") + 1
+    with pytest.raises(
+        DataFormatError, match=rf"train-v1.1.json:{line}: not UTF-8 text: byte 0xe7"
+    ):
+        load_squad_file(path, "squad")

@@ -213,3 +213,37 @@ def test_bundled_sample_is_read_by_the_same_loader():
         seen = {e.label for e in task.train}
         assert seen == set(task.labels)
         assert task.validation is None  # read whole: every row trains, as before
+
+
+def test_a_non_utf8_byte_names_file_line_and_byte(tmp_path):
+    """Failure 6: a Latin-1 byte gave "can't decode byte 0xe9 in position 3558", no file/line."""
+    path = tmp_path / "train.csv"
+    path.write_bytes(b'"1","fine","row"\n"2","also","fine"\n"3","caf\xe9","latin-1"\n')
+    with pytest.raises(DataFormatError, match=r"train.csv:3: not UTF-8 text: byte 0xe9 at column"):
+        read_csv(path, DATASETS["ag_news"])
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
+    """Failure 6: a BOM made the first label '\\ufeff"4"'."""
+    path = tmp_path / "train.csv"
+    path.write_bytes('"4","caf\u00e9","r\u00e9sum\u00e9"\n"1","a","b"\n'.encode("utf-8-sig"))
+    first, second = read_csv(path, DATASETS["ag_news"])
+    assert first.label == DATASETS["ag_news"].labels[3] and first.text.startswith("café")
+    assert second.label == DATASETS["ag_news"].labels[0]
+
+
+def test_a_broken_csv_row_names_file_and_line(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_bytes(b'"1","a","b"\n"2","' + b"x" * 200_000 + b'","c"\n')  # over csv's limit
+    with pytest.raises(DataFormatError, match=r"train.csv:2: not a CSV row"):
+        read_csv(path, DATASETS["ag_news"])
+
+
+def test_too_few_rows_says_how_to_ask_for_fewer(tmp_path):
+    """Failure 8: "asked for 115000 examples but the file has 400" said no way out."""
+    for split in ("train", "test"):
+        write_csv(tmp_path / "ag_news_csv" / f"{split}.csv", [["1", "a", "b"]] * 3)
+    with pytest.raises(ValueError, match="has 3; set --train-size .*train_size.* to 3 or fewer"):
+        load_dataset("ag_news", data_dir=tmp_path, train_size=115_000, test_size=1)
+    with pytest.raises(ValueError, match="has 3; set --test-size .*test_size.* to 3 or fewer"):
+        load_dataset("ag_news", data_dir=tmp_path, train_size=1, test_size=7_600)

@@ -108,3 +108,49 @@ def test_a_second_run_on_the_same_data_does_not_tokenise_and_an_edited_file_does
     small_run(tmp_path, data, "third")
     assert len(tokenizer_calls) == 1  # the edited split only
     assert len(list((tmp_path / "tokens").glob("*.npz"))) == 5
+
+
+def test_a_corrupt_cache_file_is_rebuilt_with_a_warning(tmp_path, tokenizer_calls, caplog):
+    """Failure 7: a corrupt file blocked every later run on that data until deleted by hand."""
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE, data)
+    first = small_run(tmp_path, data, "first")
+    broken = sorted((tmp_path / "tokens").glob("*.npz"))[0]
+    broken.write_bytes(broken.read_bytes()[:100])  # truncated
+    tokenizer_calls.clear()
+    again = small_run(tmp_path, data, "second")
+    assert len(tokenizer_calls) == 1  # the broken split only
+    assert "unreadable token cache file" in caplog.text and broken.name in caplog.text
+    np.testing.assert_array_equal(again.result.accuracy, first.result.accuracy)
+    records_from_bytes(broken.read_bytes(), str(broken))  # rewritten whole
+
+
+def test_an_unwritable_cache_leaves_the_ids_in_memory_with_a_warning(tmp_path, caplog):
+    """Failure 7: a read-only token cache stopped the run with a traceback."""
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a directory")
+    config = load_yaml(DEMO_CONFIG).replace(
+        strategy="seq",
+        encoder="tiny",
+        tasks=["ag_news"],
+        train_size=8,
+        test_size=4,
+        progress=False,
+        output_dir=str(tmp_path / "runs"),
+        token_cache=str(in_the_way / "tokens"),
+    )
+    outcome = run(config)
+    assert outcome.metrics["average_accuracy"] is not None
+    assert "cannot write" in caplog.text and "keeps its token ids in memory" in caplog.text
+
+
+def test_a_read_only_cache_directory_falls_back_to_memory(tmp_path, task, stream, monkeypatch):
+    from lifelong.tasks import cache as cache_module
+
+    def refuse(path, data):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(cache_module, "atomic_write_bytes", refuse)
+    cache = TokenCache(task, "id", tmp_path / "tokens")
+    cache.prepare_stream(stream)
+    assert cache.directory is None and cache.misses == 4
