@@ -435,14 +435,20 @@ def preflight(config: RunConfig) -> Any:
 
 
 def check_sources(config: RunConfig) -> None:
-    """Refuse the hub as a data source where it is off limits, and an unreachable tracker.
+    """Refuse a missing data directory, the hub where it is off limits, an unreachable tracker.
 
     Raises:
-        ConfigError: ``data_source: hf`` without ``data_dir`` in offline mode; an ``http(s)``
+        ConfigError: ``data_dir`` is not a directory; ``data_source: hf`` without
+            ``data_dir`` in offline mode; an ``http(s)``
             MLflow ``tracking_uri`` that does not answer within a few seconds (MLflow itself
             would retry for minutes).
 
     """
+    if config.data_dir is not None and not Path(config.data_dir).expanduser().is_dir():
+        raise ConfigError(
+            f"key 'data_dir': {config.data_dir}: no such directory (leave it out for the "
+            "bundled sample)"
+        )
     if config.data_source == "hf" and config.data_dir is None and datasets_offline():
         raise ConfigError(
             "key 'data_dir': data_source 'hf' without a data directory reads the Hugging Face "
