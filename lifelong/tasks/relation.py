@@ -177,7 +177,9 @@ def candidate_loss(
         n: Number of sentences.
 
     """
-    scores = logits[:, 1] - logits[:, 0]  # (rows,)
+    # (rows,) in fp32 whatever the autocast dtype: a loss, as CUDA autocast computes exp/log
+    # (and as it must: CUDA's exp returns fp32, which a bf16 buffer cannot index_add)
+    scores = (logits[:, 1] - logits[:, 0]).float()
     top = scores.new_full((n,), -torch.inf).scatter_reduce(0, groups, scores, "amax")
     top = top.detach()  # a constant shift: keeps exp() finite, changes no gradient
     total = scores.new_zeros(n).index_add(0, groups, torch.exp(scores - top[groups]))

@@ -1,0 +1,110 @@
+"""Every strategy, task kind, adaptation scope and memory encoder under CUDA's autocast rules.
+
+CPU autocast runs ``exp``, ``softmax``, ``layer_norm``, ``sum``... in the low precision; CUDA
+autocast runs them in float32 (`autocast_rules`). Code that mixes the two (a bf16 buffer
+``index_add_``-ed with an fp32 ``exp``) passes every CPU test and fails at step 1 on a GPU. Here
+CPU autocast follows CUDA's lists, and each combination trains and evaluates in bf16 and fp16.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from lifelong import registry
+from lifelong.encoders.names import MEMORY_FAMILIES
+from lifelong.experiment.config import from_dict
+from lifelong.experiment.runs import build_model
+from lifelong.learner import run_stream
+from lifelong.runtime import Runtime, on_device
+from lifelong.strategy import StrategyContext
+from lifelong.training import seed_everything
+from streams.fewrel import hashed_bag_of_words
+from streams.registry import StreamSpec, build_stream
+from tests.cuda_emulation.autocast_rules import check_tables_against_installed_torch
+from tests.strategies.test_evaluation_leaves_training_alone import options_for
+
+PRECISIONS = ("bf16", "fp16")
+KINDS = {  # task kind -> (stream, run-config keys)
+    "classification": ("text", {"tasks": ["ag_news", "yelp"], "train_size": 8, "test_size": 4}),
+    "relation-binary": ("fewrel", {"fewrel_tasks": 2, "train_size": 1, "test_size": 1}),
+    "relation-softmax": (
+        "fewrel",
+        {"fewrel_tasks": 2, "train_size": 1, "test_size": 1, "pair_loss": "softmax"},
+    ),
+    "qa": (
+        "qa",
+        {"tasks": ["squad", "quac"], "train_size": 4, "test_size": 2}
+        | {"max_length": 96, "doc_stride": 32, "max_query_length": 24},
+    ),
+}
+_STREAMS = {}
+
+
+def stream_of(kind):
+    """The kind's small stream, built once (FewRel clusters names by hashed words: no model)."""
+    name, keys = KINDS[kind]
+    if kind not in _STREAMS:
+        shared = {k: v for k, v in keys.items() if k in ("tasks", "train_size", "test_size")}
+        shared |= {k: v for k, v in keys.items() if k == "fewrel_tasks"}
+        stream = build_stream(name, StreamSpec(**shared, embed=hashed_bag_of_words))
+        tasks = tuple(dataclasses.replace(t, train=t.train[:8], test=t.test[:4]) for t in stream)
+        _STREAMS[kind] = dataclasses.replace(stream, tasks=tasks)  # a FewRel cluster: 8 + 4
+    return _STREAMS[kind]
+
+
+def train_and_evaluate(strategy, kind, precision, encoder="tiny", **options):
+    seed_everything(0)
+    name, keys = KINDS[kind]
+    config = from_dict({"stream": name, "encoder": encoder, "max_length": 48, **keys})
+    if encoder in MEMORY_FAMILIES or encoder.startswith("memoria"):
+        config = config.replace(segment_length=16)
+    stream = stream_of(kind)
+    model, task = build_model(config, stream)
+    runtime = Runtime(torch.device("cpu"), precision)
+    task = on_device(task, runtime.device)
+    context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0, runtime=runtime)
+    built = registry.build(strategy, context, {**options_for(strategy), **options})
+    result = run_stream(
+        stream, built, task, batch_size=4, eval_batch_size=4, progress=False, runtime=runtime
+    )
+    assert np.isfinite(result.accuracy).all()
+    return result
+
+
+def test_the_rules_are_cuda_autocasts_for_the_installed_torch():
+    assert check_tables_against_installed_torch() == {"missing": [], "extra": []}
+
+
+def test_the_rules_make_the_gpu_only_failure_happen_on_the_cpu(cuda_rules):
+    acc = torch.zeros(3, dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert torch.exp(torch.ones(2, dtype=torch.bfloat16)).dtype == torch.float32
+        with pytest.raises(RuntimeError, match="same scalar type"):
+            acc.index_add_(0, torch.tensor([0]), torch.exp(torch.ones(1, dtype=torch.bfloat16)))
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("strategy", registry.names())
+def test_every_strategy_and_task_kind_trains_and_evaluates(strategy, kind, precision, cuda_rules):
+    """Failure 3 among them: FewRel's softmax pair loss under bf16 (index_add_ of exp)."""
+    train_and_evaluate(strategy, kind, precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("scope", ["all", "head", "top1", "lora"])
+@pytest.mark.parametrize("strategy, path", [("mbpa++", "reference"), ("mbpa++", "fast"),
+                                            ("mbpa", "fast"), ("meta-mbpa", "fast")])  # fmt: skip
+def test_every_adaptation_scope_and_path_adapts(strategy, path, scope, precision, cuda_rules):
+    options = {"adapt_scope": scope, "adapt_path": path}
+    if strategy == "meta-mbpa":
+        options.pop("adapt_path")
+    train_and_evaluate(strategy, "classification", precision, **options)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("encoder", [*MEMORY_FAMILIES, "memoria-tiny"])
+def test_every_memory_encoder_trains_and_evaluates(encoder, precision, cuda_rules):
+    train_and_evaluate("replay", "classification", precision, encoder=encoder)
