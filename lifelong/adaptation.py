@@ -33,6 +33,7 @@ from torch.func import functional_call, grad, vmap
 from lifelong.encoders.base import attention_implementation
 from lifelong.encoders.hf import PackedLayout
 from lifelong.lowrank import (
+    TokenOwners,
     init_lora,
     lora_forward,
     lora_pull,
@@ -547,9 +548,10 @@ class LocalAdapter:
 
         x, mask = neighbours.input_ids, neighbours.attention_mask  # (R, t, d), (R, t)
         layout = PackedLayout.of(mask)  # the same rows at every step
+        tokens = TokenOwners.of_bounds(mask, bounds)  # likewise: one host copy, not one a step
 
         def loss(p: Params) -> torch.Tensor:
-            logits = lora_forward(model, p, x, mask, bounds, layout)
+            logits = lora_forward(model, p, x, mask, bounds, layout, tokens)
             return owner_losses(model, logits, parts, bounds)
 
         with torch.no_grad():  # torch.func.grad still differentiates inside

@@ -143,7 +143,8 @@ class TokenOwners:
     projection cost more than the matmuls, see the README's local-adaptation bench.)
 
     Attributes:
-        counts: Real tokens of each owner, in owner order.
+        counts: Real tokens of each owner, in owner order; empty: one owner holds every token
+            (`ONE_OWNER`, which needs no count, so no copy from the device).
 
     """
 
@@ -159,6 +160,16 @@ class TokenOwners:
         counts = counts.index_add(0, row_owner, per_row)  # (owners,)
         return cls(tuple(counts.tolist()))
 
+    @classmethod
+    def of_bounds(cls, mask: torch.Tensor, bounds: Sequence[int]) -> TokenOwners:
+        """From the rows' mask (R, t) and the owners' row bounds (owner o: ``bounds[o]:[o+1]``).
+
+        One device-to-host copy of the rows' lengths; a caller that runs many steps on the
+        same rows makes it once and passes it to `lora_forward`.
+        """
+        per_row = mask.bool().sum(dim=1).tolist()  # (R,) on the host
+        return cls(tuple(sum(per_row[bounds[o] : bounds[o + 1]]) for o in range(len(bounds) - 1)))
+
     def lowrank(self, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Each token's x·A_oᵀ·B_oᵀ with its owner o's delta.
 
@@ -171,8 +182,14 @@ class TokenOwners:
             (N, d_out).
 
         """
+        if not self.counts:  # one owner: every token
+            return (x @ a[0].mT) @ b[0].mT
         runs = x.split(self.counts)  # owner o's tokens (N_o, d_in), views
         return torch.cat([(run @ a[o].mT) @ b[o].mT for o, run in enumerate(runs)])
+
+
+ONE_OWNER = TokenOwners(())
+"""All tokens belong to one owner (a meta-step's or one example's deltas)."""
 
 
 def lora_forward(
@@ -182,6 +199,7 @@ def lora_forward(
     mask: torch.Tensor,
     bounds: Sequence[int],
     layout: PackedLayout | None = None,
+    tokens: TokenOwners | None = None,
 ) -> torch.Tensor:
     """Logits of rows given at stage 1 (embedding outputs), each owner with its own deltas.
 
@@ -193,17 +211,15 @@ def lora_forward(
         bounds: Owner o's rows are ``bounds[o]:bounds[o + 1]``.
         layout: ``PackedLayout.of(mask)``, kept by a caller that runs many steps on the
             same rows.
+        tokens: ``TokenOwners.of_bounds(mask, bounds)``, likewise (made here if not given).
 
     Returns:
         Row logits, (R, num_labels) or (R, t, 2), in row order.
 
     """
     owners = len(bounds) - 1
-    row_owner = torch.repeat_interleave(
-        torch.arange(owners, device=mask.device),
-        torch.as_tensor(list(bounds), device=mask.device).diff(),
-    )  # (R,)
-    tokens = TokenOwners.of(row_owner, mask, owners)
+    if tokens is None:
+        tokens = ONE_OWNER if owners == 1 else TokenOwners.of_bounds(mask, bounds)
     deltas = {
         model.get_submodule(path): (params[path + LORA_A], params[path + LORA_B])
         for path in lora_modules(model)

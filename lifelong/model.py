@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -66,8 +66,31 @@ class Batch:
         if self.examples is not None:
             return len(self.examples)
         if self.groups is not None:
-            return int(self.groups.max()) + 1 if len(self) else 0
+            return int(self.host_groups().max()) + 1 if len(self) else 0
         return len(self)
+
+    def host_groups(self) -> np.ndarray:
+        """`row_groups` as a host array (n,): copied from the device once per batch, then kept.
+
+        Row selection by example (`example_rows`, `examples_at`) reads it, so selecting the
+        rows of K neighbours costs one device-to-host copy, not K.
+        """
+        if self.groups is None:
+            return np.arange(len(self))
+        return self._host("groups", self.groups)
+
+    def host_lengths(self) -> np.ndarray:
+        """Real tokens of every row as a host array (n,) (one copy per batch, then kept)."""
+        return self._host("lengths", self.attention_mask, lambda m: m.sum(dim=1))
+
+    def _host(self, name: str, tensor: torch.Tensor, derive: Any = None) -> np.ndarray:
+        # keyed by the tensor itself: a field replaced or reassigned is copied again
+        cached = self.__dict__.get(f"_host_{name}")
+        if cached is None or cached[0] is not tensor:
+            value = tensor if derive is None else derive(tensor)
+            cached = (tensor, value.cpu().numpy())
+            self.__dict__[f"_host_{name}"] = cached
+        return cached[1]
 
     @property
     def row_groups(self) -> torch.Tensor:
@@ -108,9 +131,10 @@ class Batch:
         With ``trim`` they are cut to their longest row; without, they keep the batch's width
         (to line up with token vectors already computed on the whole batch).
         """
-        idx = torch.as_tensor(np.asarray(indices, dtype=np.int64), device=self.input_ids.device)
+        indices = np.asarray(indices, dtype=np.int64)
+        idx = torch.as_tensor(indices, device=self.input_ids.device)
         mask = self.attention_mask[idx]
-        width = int(mask.sum(dim=1).max()) if len(idx) else 0
+        width = int(self.host_lengths()[indices].max()) if len(idx) else 0
         width = width if trim else mask.shape[1]
         return Batch(
             self.input_ids[idx, :width],
@@ -124,8 +148,10 @@ class Batch:
         )
 
     def example_rows(self, example: int) -> np.ndarray:
-        """Row indices of one example."""
-        return torch.nonzero(self.row_groups == example).squeeze(1).cpu().numpy()
+        """Row indices of one example (from `host_groups`: no device sync after the first)."""
+        if self.groups is None:
+            return np.array([example], dtype=np.int64)
+        return np.flatnonzero(self.host_groups() == example)
 
     def examples_at(self, indices: Sequence[int] | np.ndarray, *, trim: bool = True) -> Batch:
         """The rows of the examples ``indices`` (in that order), groups renumbered 0..

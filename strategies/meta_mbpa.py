@@ -170,13 +170,14 @@ class MetaMbPA:
             self.trainer.backward(loss)
             total = float(loss.detach())
         else:
-            total = 0.0
+            summed = torch.zeros((), device=batch.input_ids.device)
             n = batch.num_examples
             with self._double_backward():
                 for i in range(n):
                     loss = self.meta_loss(batch.examples_at([i]), neighbours[i]) / n
                     self.trainer.backward(loss)  # one example's graph at a time
-                    total += float(loss.detach())
+                    summed = summed + loss.detach()  # summed on the device: no sync a step
+            total = float(summed)
         self.trainer.apply()
         return total
 

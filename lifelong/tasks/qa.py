@@ -300,17 +300,22 @@ def best_spans(
 
     """
     starts, ends = _as_numpy(start_logits), _as_numpy(end_logits)
-    offsets = np.asarray(offsets.cpu() if hasattr(offsets, "cpu") else offsets)
+    offsets, groups = _host(offsets), _host(groups)  # device tensors: one copy each
     shape = offsets.shape[:2]
     if starts.shape != shape or ends.shape != shape:
         raise ValueError(f"logits of shape {starts.shape}/{ends.shape}, windows of shape {shape}")
     best: list[tuple[float, str]] = [(-np.inf, "")] * len(contexts)
-    for w, i in enumerate(np.asarray(groups).tolist()):
+    for w, i in enumerate(groups.tolist()):
         found = _best_in_window(starts[w], ends[w], offsets[w], max_answer_length, n_best)
         if found is not None and found[0] > best[i][0]:
             score, first, last = found
             best[i] = (score, contexts[i][offsets[w, first, 0] : offsets[w, last, 1]])
     return [text for _, text in best]
+
+
+def _host(values: Any) -> np.ndarray:
+    """A tensor (on any device) or array-like as a NumPy array, copied to the host if needed."""
+    return np.asarray(values.cpu() if hasattr(values, "cpu") else values)
 
 
 def _as_numpy(logits: Any) -> np.ndarray:

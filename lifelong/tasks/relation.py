@@ -156,11 +156,12 @@ class Relation:
         self, scores: torch.Tensor, batch: Batch, examples: Sequence[Example]
     ) -> dict[str, float]:
         """Sentences whose best-scoring candidate row is the gold one."""
-        margin = (scores[:, 1] - scores[:, 0]).float()  # (n,) one per pair row
+        margin = (scores[:, 1] - scores[:, 0]).float().cpu().numpy()  # (rows,) one copy
+        gold = batch.labels.cpu().numpy() == 1  # (rows,)
         correct = 0
         for g in range(batch.num_examples):
             rows = batch.example_rows(g)
-            correct += int(batch.labels[rows[int(margin[rows].argmax())]] == 1)
+            correct += int(gold[rows[margin[rows].argmax()]])
         return {"accuracy": float(correct)}
 
 
