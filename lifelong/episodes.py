@@ -61,6 +61,9 @@ class EpisodeBuffer:
         support_batches: m.
         replay_every_episodes: R_F (0 = never replay).
         episodes: Episodes emitted so far.
+        pending: Stream batches not yet in an episode.
+        device: Where pending batches restored from a checkpoint go (the run's device; a
+            checkpoint loads on the CPU).
 
     """
 
@@ -68,6 +71,7 @@ class EpisodeBuffer:
     replay_every_episodes: int
     episodes: int = 0
     pending: list[Batch] = field(default_factory=list)
+    device: torch.device | None = None  # where restored pending batches go (the run's)
 
     def next_is_replay(self) -> bool:
         """Whether the episode being filled will query memory."""
@@ -95,7 +99,8 @@ class EpisodeBuffer:
     def load_state_dict(self, state: dict[str, object]) -> None:
         """Restore what `state_dict` returned."""
         self.episodes = int(state["episodes"])  # type: ignore[arg-type]
-        self.pending = list(state["pending"])  # type: ignore[arg-type]
+        pending: list[Batch] = list(state["pending"])  # type: ignore[arg-type]
+        self.pending = [b.to(self.device) for b in pending] if self.device else pending
 
     def _emit(self, replay: bool) -> Episode:
         batches, self.pending = self.pending, []

@@ -25,6 +25,7 @@ gradients out of the underflow range.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -232,7 +233,8 @@ def on_device(kind: TaskKind, device: torch.device) -> TaskKind:
 def to_cpu(state: Any) -> Any:
     """A copy of a (nested) state with every tensor on the CPU: a device-neutral checkpoint.
 
-    Dicts, lists and tuples are walked; tensors are moved (and detached); anything else is kept.
+    Dicts, lists, tuples and dataclasses (a pending episode's `Batch`) are walked; tensors are
+    moved (and detached); anything else is kept.
     """
     if isinstance(state, torch.Tensor):
         return state.detach().cpu()
@@ -242,4 +244,7 @@ def to_cpu(state: Any) -> Any:
         return [to_cpu(v) for v in state]
     if isinstance(state, tuple) and not hasattr(state, "_fields"):
         return tuple(to_cpu(v) for v in state)
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        fields = [f.name for f in dataclasses.fields(state) if f.init]
+        return dataclasses.replace(state, **{name: to_cpu(getattr(state, name)) for name in fields})
     return state

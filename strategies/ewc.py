@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 import torch
+from torch import nn
 
 from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.model import Batch
@@ -46,9 +47,15 @@ def ewc_penalty(params: Params, anchor: Params, fisher: Params) -> torch.Tensor:
 
 
 class FisherState:
-    """The running Fisher F and the anchor θ*, with a ``state_dict``."""
+    """The running Fisher F and the anchor θ*, with a ``state_dict``.
 
-    def __init__(self) -> None:
+    Args:
+        model: The model whose parameters F and θ* are kept for (restored next to them).
+
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
         self.fisher: Params = {}
         self.anchor: Params = {}
 
@@ -57,8 +64,10 @@ class FisherState:
         return {"fisher": self.fisher, "anchor": self.anchor}
 
     def load_state_dict(self, state: dict[str, Params]) -> None:
-        """Restore F and θ*."""
-        self.fisher, self.anchor = dict(state["fisher"]), dict(state["anchor"])
+        """Restore F and θ*, each on its parameter's device (checkpoints load on the CPU)."""
+        where = {name: p.device for name, p in self.model.named_parameters()}
+        self.fisher = {k: v.to(where[k]) for k, v in state["fisher"].items()}
+        self.anchor = {k: v.to(where[k]) for k, v in state["anchor"].items()}
 
 
 class EWC:
@@ -80,7 +89,7 @@ class EWC:
         self.trainer = Trainer(
             context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
         )
-        self.state = FisherState()
+        self.state = FisherState(context.model)
         # a reservoir of this task's examples; only read back in full, so it stores no keys
         self.sample = EpisodicMemory(
             0, policy=ReservoirWrite(self.options.fisher_samples), seed=context.seed

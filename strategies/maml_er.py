@@ -96,6 +96,7 @@ class MAMLER:
             self.replay.schedule.episodes_between_replays(
                 context.batch_size, options.support_batches
             ),
+            device=context.runtime.device,
         )
         self.counts = Counters(meta_tests=0)
         self.rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches only

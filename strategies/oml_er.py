@@ -93,6 +93,7 @@ class OMLER:
             self.replay.schedule.episodes_between_replays(
                 context.batch_size, options.support_batches
             ),
+            device=context.runtime.device,
         )
         self.counts = Counters(meta_tests=0)
         self.rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches

@@ -149,15 +149,16 @@ def ridge_design(
         raise ValueError(
             f"positions must be a non-empty vector, got shape {tuple(positions.shape)}"
         )
-    real = positions.to(torch.float64)  # (L,)
+    like = {"dtype": torch.float64, "device": centres.device}  # every piece on one device
+    real = positions.to(**like)  # (L,)
     grid = real
     if pad:
         step = 1.0 / real.numel()
         extra = int(round(0.5 / step))
-        offsets = (torch.arange(extra, dtype=torch.float64) + 0.5) * step  # (P,)
+        offsets = (torch.arange(extra, **like) + 0.5) * step  # (P,)
         grid = torch.cat([-offsets.flip(0), real, 1.0 + offsets])  # (P + L + P,)
     F_ = evaluate_basis(grid, centres.double(), widths.double()).T  # (N, L')
-    gram = F_ @ F_.T + ridge * torch.eye(F_.shape[0], dtype=torch.float64)  # (N, N)
+    gram = F_ @ F_.T + ridge * torch.eye(F_.shape[0], **like)  # (N, N)
     G = torch.linalg.solve(gram, F_).T  # (L', N): Fᵀ (F Fᵀ + λI)⁻¹, gram is symmetric
     if pad:
         G = G[extra : extra + real.numel()]  # (L, N)
@@ -185,9 +186,12 @@ def reconstruct(
     return torch.matmul(psi, coefficients)
 
 
-def segment_positions(count: int, start: float = 0.0, stop: float = 1.0) -> torch.Tensor:
+def segment_positions(
+    count: int, start: float = 0.0, stop: float = 1.0, device: torch.device | None = None
+) -> torch.Tensor:
     """``count`` linearly spaced cell midpoints in ``[start, stop]``: (count,) float64."""
-    return start + (stop - start) * (torch.arange(count, dtype=torch.float64) + 0.5) / count
+    cells = torch.arange(count, dtype=torch.float64, device=device)
+    return start + (stop - start) * (cells + 0.5) / count
 
 
 def update_design(
@@ -214,11 +218,15 @@ def update_design(
         pad: Use the padded-position trick (see `ridge_design`).
 
     """
+    on = centres.device  # the design is made where the memory lives (a GPU's buffers too)
     if samples == 0:
-        positions = segment_positions(new_count)
+        positions = segment_positions(new_count, device=on)
     else:
         positions = torch.cat(
-            [segment_positions(samples, 0.0, tau), segment_positions(new_count, tau, 1.0)]
+            [
+                segment_positions(samples, 0.0, tau, device=on),
+                segment_positions(new_count, tau, 1.0, device=on),
+            ]
         )  # (M + L,)
     return ridge_design(positions, centres, widths, ridge, pad=pad)
 
@@ -253,7 +261,7 @@ def unbounded_update(
         return fit_signal(new, design)
     samples = design.shape[0] - new.shape[1]
     if sample_positions is None:
-        sample_positions = segment_positions(samples).to(new.device)
+        sample_positions = segment_positions(samples, device=new.device)
     if sample_positions.shape[-1] != samples:
         raise ValueError(
             f"sample_positions must have {samples} points (design rows minus new vectors), "
@@ -325,7 +333,7 @@ def sticky_positions(
         jitter = jitter.to(histogram.device)
         return ((chosen.double() + jitter) / bins).sort(dim=1).values.to(histogram.dtype)
     cdf = torch.cumsum(weights, dim=1)  # (b, D)
-    targets = segment_positions(samples).to(histogram.device).expand(b, -1).contiguous()  # (b, M)
+    targets = segment_positions(samples, device=histogram.device).expand(b, -1).contiguous()
     chosen = torch.searchsorted(cdf, targets).clamp(max=bins - 1)  # (b, M)
     below = torch.gather(cdf, 1, chosen) - torch.gather(weights, 1, chosen)  # (b, M)
     inside = (targets - below) / torch.gather(weights, 1, chosen).clamp(min=1e-12)

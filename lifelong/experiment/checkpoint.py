@@ -51,16 +51,25 @@ class Checkpoint:
 def random_states() -> dict[str, Any]:
     """The global generators' states (Python, NumPy's legacy one, torch CPU and CUDA).
 
-    torch's CUDA states (one per device) are kept where CUDA is initialised.
+    torch's CUDA states (one per device) are kept where CUDA is initialised. torch's states are
+    kept as NumPy byte arrays, not tensors: no device mapping of the file can move them off the
+    host, where torch reads them.
     """
     states = {
         "python": random.getstate(),
         "numpy": np.random.get_state(),
-        "torch": torch.get_rng_state(),
+        "torch": torch.get_rng_state().numpy(),
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        states["torch_cuda"] = torch.cuda.get_rng_state_all()
+        states["torch_cuda"] = [s.numpy() for s in torch.cuda.get_rng_state_all()]
     return states
+
+
+def _byte_state(state: Any) -> torch.Tensor:
+    """A generator state as the CPU ByteTensor torch takes (from an array, or a tensor)."""
+    if isinstance(state, torch.Tensor):  # checkpoints written before states were arrays
+        return state.cpu()
+    return torch.from_numpy(np.asarray(state, dtype=np.uint8).copy())
 
 
 def restore_random_states(states: dict[str, Any]) -> None:
@@ -72,10 +81,10 @@ def restore_random_states(states: dict[str, Any]) -> None:
     """
     random.setstate(states["python"])
     np.random.set_state(states["numpy"])
-    torch.set_rng_state(states["torch"])
+    torch.set_rng_state(_byte_state(states["torch"]))
     cuda = states.get("torch_cuda")
     if cuda and torch.cuda.is_available() and torch.cuda.device_count() == len(cuda):
-        torch.cuda.set_rng_state_all(cuda)
+        torch.cuda.set_rng_state_all([_byte_state(s) for s in cuda])
 
 
 def save_checkpoint(run_dir: str | Path, strategy: Strategy, position: StreamPosition) -> Path:
@@ -137,7 +146,13 @@ def non_finite_path(state: Any, path: str = "state") -> str | None:
 
 
 def load_checkpoint(run_dir: str | Path) -> Checkpoint:
-    """Read ``run_dir / "checkpoint.pt"``.
+    """Read ``run_dir / "checkpoint.pt"``, every tensor on the CPU.
+
+    The strategy's ``load_state_dict`` puts each part where the run computes: the weights and
+    the optimiser state follow the model's parameters (torch keeps Adam's step counts on the
+    host), and the parts that hold tensors of their own move them to the run's device (EWC's
+    Fisher and anchor, pending episode batches; a torch-searched memory rebuilds its index
+    there).
 
     The file holds pickled generator states and the strategy's own objects, so it is loaded
     with ``weights_only=False``: load only checkpoints your own runs wrote.
