@@ -86,18 +86,37 @@ def resolve_device(name: str = "auto") -> torch.device:
 def resolve_precision(name: str, device: torch.device) -> Precision:
     """The precision ``name`` means on ``device`` (``auto``: bf16 on bf16-capable CUDA, else fp32).
 
+    bf16-capable means `native_bf16`: compute capability 8.0 or more.
+
     Raises:
-        DeviceError: An unknown precision, or bf16 on a CUDA device without bf16 support.
+        DeviceError: An unknown precision, or bf16 on a CUDA device that would emulate it.
 
     """
     if name not in PRECISIONS:
         raise DeviceError(f"precision {name!r}: expected one of {', '.join(PRECISIONS)}")
-    cuda_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    native = native_bf16(device)
     if name == "auto":
-        return "bf16" if cuda_bf16 else "fp32"
-    if name == "bf16" and device.type == "cuda" and not cuda_bf16:
-        raise DeviceError(f"precision 'bf16': {device} does not support bfloat16 (use fp32)")
+        return "bf16" if native else "fp32"
+    if name == "bf16" and device.type == "cuda" and not native:
+        major, minor = torch.cuda.get_device_capability(device)
+        raise DeviceError(
+            f"precision 'bf16': {device} ({torch.cuda.get_device_name(device)}, compute "
+            f"capability {major}.{minor}) has no bfloat16 units; CUDA would emulate it, slower "
+            "than fp32 (use fp16, with loss scaling, or fp32)"
+        )
     return name  # type: ignore[return-value]
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` is a CUDA GPU with bfloat16 tensor cores (compute capability >= 8.0).
+
+    Ampere (A100, RTX 30xx), Ada, Hopper (H100, H200) and later. Not
+    ``torch.cuda.is_bf16_supported()``: that is true wherever CUDA can *emulate* bf16 (V100,
+    T4), where it runs slower than fp32, and it asks about the current device, not the run's.
+    """
+    if device.type != "cuda":
+        return False
+    return torch.cuda.get_device_capability(device) >= (8, 0)
 
 
 @dataclass(frozen=True)

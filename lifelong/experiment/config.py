@@ -428,7 +428,7 @@ def preflight(config: RunConfig) -> Any:
         raise ConfigError(f"key 'encoder': {err}") from None
     check_lengths(config)
     check_sources(config)
-    runtime_of(config)
+    check_memory_index(config, runtime_of(config).device)
     options = strategy_options(config)
     check_outputs(config)  # last: it creates output_dir
     return options
@@ -524,6 +524,21 @@ def check_lengths(config: RunConfig, limit: int | None = None) -> None:
             f"--max-length {limit} or less, or a memory-augmented encoder that reads long "
             "inputs segment by segment (e.g. --encoder memoria-minilm --segment-length 64)"
         )
+
+
+def check_memory_index(config: RunConfig, device: Any) -> None:
+    """The memory's FAISS index on the run's device: faiss-gpu must take what goes to the GPU.
+
+    Raises:
+        ConfigError: As `lifelong.memory.search.check_gpu_index`, naming the key.
+
+    """
+    from lifelong.memory.search import check_gpu_index
+
+    try:
+        check_gpu_index(config.memory_index, device)
+    except ValueError as err:
+        raise ConfigError(f"key 'memory_index': {err}") from None
 
 
 def runtime_of(config: RunConfig) -> Runtime:

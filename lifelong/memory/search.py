@@ -330,8 +330,9 @@ def faiss_has_gpu() -> bool:
 def choose_backend(device: torch.device, index: str, backend: Backend = "auto") -> str:
     """Which search serves a memory: ``"faiss"``, ``"faiss-gpu"`` or ``"torch"``.
 
-    ``auto``: FAISS on the CPU; on CUDA, FAISS's GPU build when installed, else the exact torch
-    search on the device; the torch search also wherever FAISS is not installed.
+    ``auto``: FAISS on the CPU; on CUDA, FAISS's GPU build when installed and the index has a
+    GPU version (`gpu_capable`: exact and IVF; HNSW is searched by FAISS on the CPU), else the
+    exact torch search on the device; the torch search also wherever FAISS is not installed.
 
     Raises:
         ValueError: An index other than ``Flat`` and ``IVF<n>,Flat`` (e.g. HNSW) where FAISS is
@@ -347,10 +348,48 @@ def choose_backend(device: torch.device, index: str, backend: Backend = "auto") 
             )
         return "torch"
     if device.type == "cuda":
-        if faiss_has_gpu():
+        if faiss_has_gpu() and gpu_capable(index):
             return "faiss-gpu"
         return "torch" if index == "Flat" and backend == "auto" else "faiss"
     return "faiss"
+
+
+GPU_INDEX = re.compile(r"Flat|IVF\d+,(?:Flat|PQ\d+(?:x\d+)?|SQ(?:4|6|8|fp16))")
+"""The FAISS factory strings faiss-gpu holds on a GPU: exact and IVF indexes (FAISS's wiki,
+"Faiss on the GPU": ``GpuIndexFlat``, ``GpuIndexIVFFlat``, ``GpuIndexIVFPQ``,
+``GpuIndexIVFScalarQuantizer``). HNSW, PQ without IVF and the rest have no GPU version:
+``index_cpu_to_gpu`` raises on them, so they are searched by FAISS on the CPU."""
+
+
+def gpu_capable(index: str) -> bool:
+    """Whether faiss-gpu can hold an index of the factory string ``index`` (`GPU_INDEX`)."""
+    return bool(GPU_INDEX.fullmatch(index))
+
+
+def check_gpu_index(index: str, device: torch.device, dim: int = 384) -> None:
+    """On a GPU with faiss-gpu, check that the index ``index`` really goes to the GPU.
+
+    Run before anything loads (preflight): an index `choose_backend` sends to the GPU is built
+    empty and copied there now, so a factory string the GPU build refuses fails here, in one
+    line, not at the first search after a task of training.
+
+    Raises:
+        ValueError: faiss-gpu refused the index (naming it and the reason).
+
+    """
+    if (
+        device.type != "cuda"
+        or index in (AUTO, TORCH)
+        or choose_backend(device, index) != ("faiss-gpu")
+    ):
+        return
+    try:
+        build_index(dim, index, device, "faiss-gpu")
+    except Exception as err:  # faiss raises RuntimeError (or its own) from C++
+        raise ValueError(
+            f"index {index!r}: faiss-gpu cannot hold it on {device} "
+            f"({str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__})"
+        ) from None
 
 
 def torch_ivf_lists(spec: str) -> int:
