@@ -223,8 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--gpus-per-run",
         type=float,
-        help="ray: GPUs per run, fractions share a GPU (default: 1 where runs may use CUDA and "
-        "the cluster has GPUs, else 0); the local backend spreads runs over visible GPUs",
+        help="GPUs per run, fractions share a GPU: ray requests them per task (default: 1 where "
+        "runs may use CUDA and the cluster has GPUs, else 0); the local pool gives each worker "
+        "its own (default: worker w sees GPU w mod the GPU count)",
     )
 
     report = sub.add_parser(

@@ -218,11 +218,11 @@ def run_sweep(
         jobs: Concurrent runs for the local backend.
         address: Ray cluster address (``ray`` backend only).
         on_result: Called with each point's result as it completes.
-        gpus_per_run: Ray: GPUs each point requests (fractions let several small runs share
-            one GPU; Ray then sets the task's visible devices). ``None``: 1 when the runs may
-            use CUDA (``device`` is not ``cpu``) and the cluster has GPUs, else 0. The local
-            backend instead spreads points whose device is ``auto`` or ``cuda`` over the
-            visible GPUs in turn (`spread_over_gpus`).
+        gpus_per_run: GPUs each point runs on (fractions let several small runs share one
+            GPU). Ray: what each task requests (Ray then sets the task's visible devices);
+            ``None``: 1 when the runs may use CUDA (``device`` is not ``cpu``) and the cluster
+            has GPUs, else 0. Local pool: what each worker is given (`worker_devices`; each
+            worker sees only its own GPUs, so the runs' ``auto``/``cuda`` is that GPU).
 
     Returns:
         One result per grid point, in grid order.
@@ -241,16 +241,17 @@ def run_sweep(
     if gpus_per_run is not None and not 0 <= gpus_per_run < math.inf:
         raise ConfigError(f"--gpus-per-run must be a finite number >= 0, got {gpus_per_run}")
     threads = 1 if backend == "ray" else _threads(jobs)  # a Ray task holds one CPU
-    configs = [p.config.to_dict() for p in todo]
-    if backend == "local" and jobs > 1:
-        configs = spread_over_gpus(configs, _visible_gpus())
-    payloads = [(c, str(p.run_dir), threads) for c, p in zip(configs, todo)]
+    # the config keeps its device (auto, cuda): each worker's visible GPUs make it concrete,
+    # and a resumed point resolves it afresh wherever it runs
+    payloads = [(p.config.to_dict(), str(p.run_dir), threads) for p in todo]
     if backend == "ray":
         done = _run_on_ray(payloads, address, on_result, gpus_per_run, sweep.base.device)
     elif jobs == 1:
         done = [_notify(on_result, run_point(*payload)) for payload in payloads]
     else:
-        done = _run_on_pool(payloads, jobs, on_result)
+        uses_gpus = sweep.base.device != "cpu"
+        devices = worker_devices(jobs, _visible_gpus() if uses_gpus else 0, gpus_per_run)
+        done = _run_on_pool(payloads, jobs, on_result, devices)
     results.update({r.run_dir: r for r in done})
     return [results[p.run_dir] for p in points]
 
@@ -296,20 +297,41 @@ def run_point(config: Mapping[str, Any], run_dir: str, threads: int = 0) -> Poin
     return PointResult(path, "finished", metrics=dict(outcome.metrics))
 
 
-def spread_over_gpus(configs: list[dict[str, Any]], gpus: int) -> list[dict[str, Any]]:
-    """Point ``i`` whose device is ``auto`` or ``cuda`` runs on ``cuda:(i mod gpus)``.
+def worker_devices(jobs: int, gpus: int, gpus_per_run: float | None = None) -> list[str | None]:
+    """Each local worker's visible GPUs (``CUDA_VISIBLE_DEVICES``), one entry per worker.
 
-    Configs naming ``cpu`` or a ``cuda:N`` of their own keep it; with no GPU nothing changes.
+    A worker runs one point at a time on the GPUs it was given, so concurrent runs never pile
+    onto one GPU by accident. ``gpus_per_run`` G: G >= 1 gives each worker G GPUs of its own
+    (``jobs * G`` must not exceed ``gpus``); 0 < G < 1 lets ``1 / G`` workers share a GPU
+    (``jobs * G`` GPUs needed); 0 hides every GPU; ``None`` gives worker w GPU ``w mod gpus``
+    (GPUs shared only when there are more workers than GPUs). With no GPU, every entry is
+    ``None``: the environment is left as it is.
+
+    Raises:
+        ConfigError: More GPUs asked for than the host has, or a share that is not 1/n.
+
     """
-    if gpus < 1:
-        return configs
-    out, turn = [], 0
-    for config in configs:
-        if config.get("device", "auto") in ("auto", "cuda"):
-            config = {**config, "device": f"cuda:{turn % gpus}"}
-            turn += 1
-        out.append(config)
-    return out
+    if gpus < 1 and not gpus_per_run:
+        return [None] * jobs
+    if gpus_per_run == 0:
+        return [""] * jobs  # no GPU visible: the runs' auto device is the CPU
+    if gpus_per_run is None:
+        return [str(w % gpus) for w in range(jobs)]
+    need = jobs * gpus_per_run
+    if need > gpus + 1e-9:
+        raise ConfigError(
+            f"--jobs {jobs} x --gpus-per-run {gpus_per_run:g} needs {math.ceil(need)} GPU(s); "
+            f"this host has {gpus}"
+        )
+    if gpus_per_run >= 1:
+        per = int(gpus_per_run)
+        if per != gpus_per_run:
+            raise ConfigError(f"--gpus-per-run {gpus_per_run:g}: a whole number of GPUs, or 1/n")
+        return [",".join(str(w * per + g) for g in range(per)) for w in range(jobs)]
+    share = round(1 / gpus_per_run)
+    if abs(share * gpus_per_run - 1) > 1e-6:
+        raise ConfigError(f"--gpus-per-run {gpus_per_run:g}: a GPU splits into 1/n shares")
+    return [str(w // share) for w in range(jobs)]
 
 
 def _visible_gpus() -> int:
@@ -331,12 +353,26 @@ def _run_on_pool(
     payloads: list[tuple[dict[str, Any], str, int]],
     jobs: int,
     on_result: Callable[[PointResult], None] | None,
+    devices: Sequence[str | None] = (),
+    work: Callable[..., PointResult] = run_point,
 ) -> list[PointResult]:
     # spawn, not fork: torch and FAISS hold threads and locks a forked child must not inherit
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = [pool.submit(run_point, *payload) for payload in payloads]
+    slots = context.Queue()
+    for device in devices or [None] * jobs:  # each worker takes one set of GPUs as it starts
+        slots.put(device)
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_take_devices, initargs=(slots,)
+    ) as pool:
+        futures = [pool.submit(work, *payload) for payload in payloads]
         return [_notify(on_result, f.result()) for f in futures]
+
+
+def _take_devices(slots: Any) -> None:
+    """Worker initializer: make this worker's GPUs (and only them) visible, before CUDA starts."""
+    device = slots.get()
+    if device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = device
 
 
 def _run_on_ray(

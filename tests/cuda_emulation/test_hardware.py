@@ -4,6 +4,8 @@ A pre-Ampere GPU (no bfloat16 units), faiss-gpu (which holds only exact and IVF 
 host with two GPUs shared by a sweep's workers.
 """
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -91,3 +93,52 @@ def test_preflight_tries_the_gpu_index_before_anything_loads(monkeypatch, tmp_pa
         preflight(
             from_dict({"encoder": "tiny", "device": "cuda", "memory_index": "IVF16,PQ8", **out})
         )
+
+
+def report_visible_devices(config, run_dir, threads):
+    """Stands in for a sweep point: which GPUs its worker sees, and when it ran."""
+    import os
+    import time
+
+    from lifelong.experiment.sweep import PointResult
+
+    began = time.time()
+    time.sleep(0.5)  # long enough for both workers to hold a point at once
+    seen = f"{os.environ.get('CUDA_VISIBLE_DEVICES')}|{config['device']}|{began}|{time.time()}"
+    return PointResult(run_dir, "finished", error=seen)
+
+
+def test_concurrent_sweep_workers_on_a_two_gpu_host_each_have_their_own(tmp_path, monkeypatch):
+    """Failure 8: GPUs were assigned by point index, so concurrent points shared a GPU; the
+    local backend ignored --gpus-per-run; the assigned cuda:N was saved in the run's config."""
+    from lifelong.experiment import sweep as sweeps
+
+    monkeypatch.setattr(sweeps, "_visible_gpus", lambda: 2)
+    payloads = [({"device": "auto"}, str(tmp_path / f"p{i}"), 1) for i in range(6)]
+    devices = sweeps.worker_devices(2, sweeps._visible_gpus())
+    results = sweeps._run_on_pool(payloads, 2, None, devices, work=report_visible_devices)
+    runs = [r.error.split("|") for r in results]
+    assert {gpu for gpu, *_ in runs} == {"0", "1"}
+    assert {device for _, device, *_ in runs} == {"auto"}  # the config keeps its device
+    for i, (gpu, _, start, end) in enumerate(runs):  # points running at once: other GPUs
+        for other, _, start2, end2 in runs[i + 1 :]:
+            if float(start) < float(end2) and float(start2) < float(end):
+                assert gpu != other
+    shared = sweeps.worker_devices(4, 2, 0.5)
+    assert sorted(shared) == ["0", "0", "1", "1"]
+
+
+def test_sweep_points_keep_their_device_in_their_config(tmp_path, monkeypatch):
+    from lifelong.experiment import sweep as sweeps
+    from tests.lifelong.test_sweep import tiny_sweep
+
+    monkeypatch.setattr(sweeps, "_visible_gpus", lambda: 2)
+    seen = []
+
+    def pool(payloads, *args):
+        seen.extend(payloads)
+        return [sweeps.PointResult(Path(run_dir), "finished") for _, run_dir, _ in payloads]
+
+    monkeypatch.setattr(sweeps, "_run_on_pool", pool)
+    sweeps.run_sweep(tiny_sweep(tmp_path), jobs=2)
+    assert [config["device"] for config, *_ in seen] == ["auto", "auto"]

@@ -193,14 +193,19 @@ def test_two_concurrent_sweeps_on_one_index_lose_no_rows(tmp_path):
     assert sorted({r["seed"] for r in rows}) == list(range(8))
 
 
-def test_the_local_backend_spreads_points_over_the_visible_gpus():
-    from lifelong.experiment.sweep import spread_over_gpus
+def test_local_workers_each_get_their_own_gpus():
+    from lifelong.experiment.sweep import worker_devices
 
-    configs = [{"device": "auto"}, {"device": "cpu"}, {"device": "cuda"}, {"device": "cuda:3"}]
-    configs.append({"device": "auto"})
-    assert spread_over_gpus(configs, 0) == configs  # no GPU: nothing changes
-    spread = [c["device"] for c in spread_over_gpus(configs, 2)]
-    assert spread == ["cuda:0", "cpu", "cuda:1", "cuda:3", "cuda:0"]
+    assert worker_devices(3, 0) == [None, None, None]  # no GPU: the environment is left alone
+    assert worker_devices(2, 2) == ["0", "1"]
+    assert worker_devices(3, 2) == ["0", "1", "0"]  # more workers than GPUs: shared in turn
+    assert worker_devices(2, 4, 2) == ["0,1", "2,3"]
+    assert worker_devices(4, 2, 0.5) == ["0", "0", "1", "1"]
+    assert worker_devices(2, 2, 0) == ["", ""]  # --gpus-per-run 0: no GPU visible
+    with pytest.raises(ConfigError, match="needs 4 GPU"):
+        worker_devices(4, 2, 1)
+    with pytest.raises(ConfigError, match="1/n"):
+        worker_devices(2, 2, 0.4)
 
 
 class FakeRay:
