@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call, grad, vmap
+from torch.func import grad, vmap
 
 from lifelong.encoders.base import attention_implementation
 from lifelong.encoders.hf import PackedLayout
@@ -51,6 +51,7 @@ from lifelong.options import (
     option_group,
 )
 from lifelong.replay import EpisodicWriter
+from lifelong.runtime import eager_call
 from lifelong.training import evaluating
 
 Params = dict[str, torch.Tensor]
@@ -228,7 +229,7 @@ class AdaptScope:
         if self.name == "lora":
             x, mask = inputs[:2]  # stage 1: the token types are in the embeddings already
             return lora_forward(model, params, x, mask, [0, len(x)])
-        return functional_call(model, params, tuple(inputs), {"start": self.stage, "packed": True})
+        return eager_call(model, params, tuple(inputs), {"start": self.stage, "packed": True})
 
     def pull(self, anchor: Params, l2: float) -> Callable[[Params], Params] | None:
         """`local_adapt`'s ``pull`` for this scope: lora's exact λ||BA||², else the default."""
@@ -432,13 +433,13 @@ class LocalAdapter:
             neighbours = self.writer.batch(slots[i])
 
             def loss(p: Params, nb: Batch = neighbours) -> torch.Tensor:
-                logits = functional_call(self.model, p, nb.inputs())
+                logits = eager_call(self.model, p, nb.inputs())
                 return self.model.criterion(logits, nb)
 
             adapted = local_adapt(loss, self.scope.params(self.model), **self._adapt_kwargs())
             test = batch.select(batch.example_rows(i))  # its rows, trimmed to their length
             with torch.no_grad():
-                logits = functional_call(self.model, adapted, test.inputs())
+                logits = eager_call(self.model, adapted, test.inputs())
             if logits.dim() == 3:  # token scores: pad back to the batch's t
                 pad = batch.input_ids.shape[1] - logits.shape[1]
                 logits = nn.functional.pad(logits, (0, 0, 0, pad), value=PADDING_SCORE)
@@ -463,11 +464,11 @@ class LocalAdapter:
 
         def one(p: Params, nb: Batch, test: tuple[torch.Tensor, ...]) -> torch.Tensor:
             def loss(q: Params) -> torch.Tensor:
-                logits = functional_call(model, q, nb.inputs(), stage_kwargs)
+                logits = eager_call(model, q, nb.inputs(), stage_kwargs)
                 return model.criterion(logits, nb)
 
             adapted = local_adapt(loss, p, **adapt_kwargs)
-            return functional_call(model, adapted, test, stage_kwargs)
+            return eager_call(model, adapted, test, stage_kwargs)
 
         if chunk == 1:
             out = []

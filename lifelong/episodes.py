@@ -23,6 +23,7 @@ from torch.func import functional_call
 from lifelong.adaptation import Params, local_adapt
 from lifelong.encoders.base import EncoderOutput
 from lifelong.model import Batch
+from lifelong.runtime import eager_call
 
 Criterion = Callable[[torch.Tensor, Batch], torch.Tensor]
 """A task's loss from logits and the batch they were computed on."""
@@ -164,7 +165,7 @@ def adapt_per_batch(
     for batch in batches:
 
         def loss(q: Params, batch: Batch = batch) -> torch.Tensor:
-            return criterion(functional_call(module, q, batch.inputs()), batch)
+            return criterion(eager_call(module, q, batch.inputs()), batch)
 
         params = local_adapt(
             loss, params, steps=1, lr=lr, l2=0.0, first_order=first_order, loss_scale=loss_scale

@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
+from torch import nn
+from torch.func import functional_call
 
 if TYPE_CHECKING:
     from lifelong.memory.records import ExampleRecords
@@ -267,3 +270,82 @@ def to_cpu(state: Any) -> Any:
         fields = [f.name for f in dataclasses.fields(state) if f.init]
         return dataclasses.replace(state, **{name: to_cpu(getattr(state, name)) for name in fields})
     return state
+
+
+# --- torch.compile ---------------------------------------------------------------------------
+
+_COMPILED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+"""Modules compiled by `compile_module` (that `eager` may have to switch off)."""
+
+
+def compile_module(module: nn.Module, *, backend: str | Callable[..., Any] = "inductor") -> None:
+    """``torch.compile`` a module in place (``Module.compile``: names and checkpoints unchanged).
+
+    Shapes are dynamic from the first call (``dynamic=True``): batch sizes and sequence lengths
+    vary from batch to batch, and static shapes recompiled for each new one until dynamo's
+    recompile limit (8), after which it silently ran eager. The compiled forward serves plain
+    calls only: under ``torch.func`` (local adaptation, meta-learning inner loops) the module
+    runs eager (`eager`, `eager_call`), where dynamo cannot trace a functorch transform of a
+    compiled function and fell back for every call after trying. `compile_report` says what
+    was compiled.
+
+    Args:
+        module: The module (the run's encoder).
+        backend: ``torch.compile``'s backend (tests count graphs with a counting backend).
+
+    """
+    module.compile(dynamic=True, backend=backend)
+    _COMPILED.add(module)
+
+
+@contextmanager
+def eager(module: nn.Module) -> Iterator[None]:
+    """Run ``module`` and its submodules uncompiled inside the block (a no-op if none is)."""
+    compiled = [m for m in _COMPILED if _within(m, module)]
+    saved = [m._compiled_call_impl for m in compiled]
+    for m in compiled:
+        m._compiled_call_impl = None
+    try:
+        yield
+    finally:
+        for m, impl in zip(compiled, saved):
+            m._compiled_call_impl = impl
+
+
+def _within(part: nn.Module, module: nn.Module) -> bool:
+    return part is module or any(part is m for m in module.modules())
+
+
+def eager_call(
+    module: nn.Module,
+    params: Mapping[str, torch.Tensor],
+    args: Any,
+    kwargs: Mapping[str, Any] | None = None,
+) -> Any:
+    """``torch.func.functional_call`` with ``module`` uncompiled (see `compile_module`).
+
+    Every call that substitutes parameters goes through it: a compiled forward would be traced
+    again for each new set of parameter tensors, and not at all under a ``torch.func``
+    transform.
+    """
+    if not _COMPILED:
+        return functional_call(module, params, args, kwargs)
+    with eager(module):
+        return functional_call(module, params, args, kwargs)
+
+
+def compile_report() -> dict[str, int]:
+    """What dynamo has done in this process: frames compiled and failed, distinct graphs.
+
+    ``failed`` counts frames it tried and gave up on (each then ran eager); a run logs the
+    report after every task, so recompiles and fallbacks show in its ``log.txt``.
+    """
+    from torch._dynamo.utils import counters
+
+    frames = counters["frames"]
+    return {
+        "frames": int(frames.get("total", 0)),
+        "compiled": int(frames.get("ok", 0)),
+        "failed": int(frames.get("total", 0) - frames.get("ok", 0)),
+        "graphs": int(counters["stats"].get("unique_graphs", 0)),
+    }

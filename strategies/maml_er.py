@@ -29,7 +29,6 @@ from typing import ClassVar, Literal
 
 import numpy as np
 import torch
-from torch.func import functional_call
 
 from lifelong.adaptation import Params
 from lifelong.encoders.base import attention_implementation
@@ -43,6 +42,7 @@ from lifelong.replay import (
     SparseReplay,
     WriteOptions,
 )
+from lifelong.runtime import eager_call
 from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer, evaluating
@@ -179,7 +179,7 @@ class MAMLER:
         sizes = [self.model.loss_units(chunk) for chunk in query]
         total, loss_sum = sum(sizes), 0.0
         for chunk, size in zip(query, sizes):
-            logits = functional_call(self.model, at, chunk.inputs())
+            logits = eager_call(self.model, at, chunk.inputs())
             loss = self.model.criterion(logits, chunk) * (size / total)
             self.trainer.backward(loss * scale)  # fp16: scaled, unscaled in `Trainer.apply`
             loss_sum += float(loss.detach())
@@ -206,7 +206,7 @@ class MAMLER:
             if self.options.meta_test and len(self.replay.memory):
                 params = self.meta_test(params)
             with torch.no_grad():
-                return [functional_call(self.model, params, b.inputs()) for b in batches]
+                return [eager_call(self.model, params, b.inputs()) for b in batches]
 
     def meta_test(self, params: Params) -> Params:
         """The weights after one SGD step on each of m memory batches of b examples.

@@ -68,6 +68,7 @@ from lifelong.memory import DiversityWrite, EpisodicMemory
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range, option_group
 from lifelong.replay import ClipOptions, EpisodicWriter, ReplayOptions, SparseReplay
+from lifelong.runtime import eager_call
 from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer, evaluating
@@ -229,7 +230,7 @@ class MetaMbPA:
         """Logits under the meta step's parameters: lora deltas, or a subset of the weights."""
         if self.meta_scope.name == "lora":
             return self.meta_scope.logits(self.model, params, staged)
-        return functional_call(self.model, params, staged)  # the rest: the model's own weights
+        return eager_call(self.model, params, staged)  # the rest: the model's own weights
 
     def head_meta_loss(self, batch: Batch, neighbours: list[np.ndarray]) -> torch.Tensor:
         """The batch's mean meta loss when the meta step adapts the head only.

@@ -24,7 +24,6 @@ from typing import ClassVar, Literal
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call
 
 from lifelong.adaptation import Params
 from lifelong.encoders.base import EncoderOutput
@@ -38,6 +37,7 @@ from lifelong.replay import (
     SparseReplay,
     WriteOptions,
 )
+from lifelong.runtime import eager_call
 from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer, evaluating
@@ -134,7 +134,7 @@ class OMLER:
 
     def logits(self, params: Params, batch: Batch) -> torch.Tensor:
         """Row scores of `net` with ``params`` swapped in."""
-        return functional_call(self.net, params, batch.inputs())
+        return eager_call(self.net, params, batch.inputs())
 
     # -- the learner's interface ---------------------------------------------------------------
     def observe(self, batch: Batch) -> dict[str, float]:

@@ -219,8 +219,13 @@ def main() -> None:
 
     results = {}
     for row in runs:
-        adapter = LocalAdapter(model, writer, options(row.path, row.scope, row.rank))
         precise = Runtime.resolve(str(runtime.device), row.precision)
+        adapter = LocalAdapter(
+            model,
+            writer,
+            options(row.path, row.scope, row.rank),
+            loss_scale=precise.inner_loss_scale,
+        )  # fp16 steps loss-scaled as the strategies' are
         runtime.synchronize()
         t0 = time.perf_counter()
         with precise.autocast():

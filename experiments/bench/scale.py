@@ -53,7 +53,7 @@ from lifelong.encoders import load_tokenizer
 from lifelong.encoders.hf import HFEncoder, tiny_bert_config
 from lifelong.memory import EpisodicMemory
 from lifelong.model import Batch, Classifier
-from lifelong.runtime import Runtime, on_device
+from lifelong.runtime import Runtime, compile_module, on_device
 from lifelong.strategy import StrategyContext
 from lifelong.tasks import TaskSettings, build_task
 from lifelong.training import predict_scores, seed_everything
@@ -213,9 +213,9 @@ def adaptation_costs(
     model, writer = context.model, strategy.replay.writer
     out = {}
     for path, scope in [("reference", "all")] + [("fast", s) for s in scopes]:
-        adapter = LocalAdapter(
-            model, writer, AdaptationOptions(k=32, steps=steps, adapt_scope=scope, adapt_path=path)
-        )
+        options = AdaptationOptions(k=32, steps=steps, adapt_scope=scope, adapt_path=path)
+        # fp16 steps loss-scaled as the strategies' are (Runtime.inner_loss_scale)
+        adapter = LocalAdapter(model, writer, options, loss_scale=runtime.inner_loss_scale)
         with runtime.autocast():
             out[f"{path} {scope}"] = seconds(lambda a=adapter: a.logits(test), runtime) / len(test)
         print(
@@ -274,7 +274,10 @@ def main(argv: list[str] | None = None) -> None:
     def make_ours() -> Classifier:
         model = make_model()
         if args.compile:
-            model.encoder.compile()
+            # each fresh model compiles afresh: dynamo's cache is keyed by the forward's code,
+            # shared by every model, and would otherwise fill up (8 entries) and run eager
+            torch._dynamo.reset()
+            compile_module(model.encoder)
         return model
 
     costs = {}

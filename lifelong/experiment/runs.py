@@ -295,7 +295,7 @@ def _execute(job: _Job) -> RunOutcome:
         log.error("run interrupted (%s); `lifelong run --resume %s` continues it", what, run_dir)
         raise
     finally:
-        for name in ("lifelong", "streams"):
+        for name in ("lifelong", "streams", "torch._dynamo"):
             logging.getLogger(name).removeHandler(handler)
         handler.close()
 
@@ -303,7 +303,7 @@ def _execute(job: _Job) -> RunOutcome:
 def _train(job: _Job) -> RunOutcome:
     from lifelong import registry
     from lifelong.learner import run_stream
-    from lifelong.runtime import on_device
+    from lifelong.runtime import compile_module, on_device
     from lifelong.strategy import StrategyContext
     from lifelong.training import seed_everything
 
@@ -316,9 +316,9 @@ def _train(job: _Job) -> RunOutcome:
     log.info("runtime: %s", runtime.describe())
     model, task = build_model(config, stream)
     model.to(runtime.device)
-    if config.compile:
-        model.encoder.compile()  # in place: parameter names and checkpoints stay the same
-        log.info("encoder compiled (torch.compile)")
+    if config.compile:  # in place: parameter names and checkpoints stay the same
+        compile_module(model.encoder)
+        log.info("encoder compiled (torch.compile, dynamic shapes; eager under torch.func)")
     task = on_device(cached_kind(config, task, stream), runtime.device)
     context = StrategyContext(
         model,
@@ -367,6 +367,8 @@ def _train(job: _Job) -> RunOutcome:
             listener=trackers,
         )
         metrics = run_metrics(result, strategy, checkpointer.elapsed(), stream=stream)
+        if config.compile:
+            _log_compilation()
         metrics["runtime"] = {
             "device": runtime.describe().split(",")[0],
             "precision": runtime.precision,
@@ -375,6 +377,21 @@ def _train(job: _Job) -> RunOutcome:
         if trackers is not None:
             trackers.finish(metrics, run_artifacts(job.run_dir))
     return RunOutcome(result, metrics, job.run_dir)
+
+
+def _log_compilation() -> None:
+    """What torch.compile did: graphs, and the frames it tried and ran eager instead."""
+    from lifelong.runtime import compile_report
+
+    report = compile_report()
+    log.info("torch.compile: %s", report)
+    if report["failed"]:
+        log.warning(
+            "torch.compile fell back to eager for %d frame(s) of %d (see the torch._dynamo "
+            "lines of this log)",
+            report["failed"],
+            report["frames"],
+        )
 
 
 def run_artifacts(run_dir: Path) -> list[Path]:
@@ -504,4 +521,5 @@ def _attach_log(path: Path) -> logging.Handler:
     log.addHandler(handler)
     logging.getLogger("streams").addHandler(handler)
     logging.getLogger("streams").setLevel(logging.INFO)
+    logging.getLogger("torch._dynamo").addHandler(handler)  # its warnings (a recompile limit)
     return handler
