@@ -109,21 +109,29 @@ class Batch:
             return self.input_ids, self.attention_mask
         return self.input_ids, self.attention_mask, self.token_type_ids
 
-    def to(self, device: torch.device | str) -> Batch:
-        """Move every tensor to ``device``."""
+    TENSORS = ("input_ids", "attention_mask", "labels", "groups", "offsets", "token_type_ids")
+    """The batch's tensor fields (the others are host data)."""
 
-        def move(t: torch.Tensor | None) -> torch.Tensor | None:
-            return None if t is None else t.to(device)
-
+    def map_tensors(self, fn: Any) -> Batch:
+        """A copy with ``fn`` applied to every tensor field (``None`` fields stay ``None``)."""
         return replace(
             self,
-            input_ids=self.input_ids.to(device),
-            attention_mask=self.attention_mask.to(device),
-            labels=self.labels.to(device),
-            groups=move(self.groups),
-            offsets=move(self.offsets),
-            token_type_ids=move(self.token_type_ids),
+            **{f: None if getattr(self, f) is None else fn(getattr(self, f)) for f in self.TENSORS},
         )
+
+    def to(self, device: torch.device | str, *, non_blocking: bool = False) -> Batch:
+        """Move every tensor to ``device`` (asynchronously from pinned memory if asked)."""
+        return self.map_tensors(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> Batch:
+        """A copy in page-locked host memory, which a GPU copies from without the CPU."""
+        return self.map_tensors(lambda t: t.pin_memory())
+
+    def record_stream(self, stream: Any) -> None:
+        """Tell the CUDA allocator that ``stream`` uses this batch's device tensors."""
+        for name in self.TENSORS:
+            if (tensor := getattr(self, name)) is not None:
+                tensor.record_stream(stream)
 
     def select(self, indices: Sequence[int] | np.ndarray, *, trim: bool = True) -> Batch:
         """The rows ``indices`` (groups and token types kept, records dropped).

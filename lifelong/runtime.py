@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -228,21 +229,47 @@ class OnDevice:
 
     def __call__(self, examples: Sequence[Example]) -> Batch:
         """Rows of ``examples`` on the device."""
-        return self.kind(examples).to(self.device)
+        return to_device(self.kind(examples), self.device)
 
     def rows(self, records: ExampleRecords) -> Batch:
         """Model rows of ``records`` on the device."""
-        return self.kind.rows(records).to(self.device)
+        return to_device(self.kind.rows(records), self.device)
 
     def key_rows(self, records: ExampleRecords) -> Batch:
         """Key-network rows of ``records`` on the device."""
-        return self.kind.key_rows(records).to(self.device)
+        return to_device(self.kind.key_rows(records), self.device)
 
     def __getattr__(self, name: str) -> Any:
         """Everything else is the wrapped kind's."""
         if name == "kind":  # not set yet (unpickling): no recursion
             raise AttributeError(name)
         return getattr(self.kind, name)
+
+
+_COPY = threading.local()  # each thread's copy stream, per CUDA device
+
+
+def to_device(batch: Batch, device: torch.device) -> Batch:
+    """``batch`` on ``device``; on a GPU copied from pinned memory on a side stream.
+
+    The learner makes its next mini-batches in a background thread (`lifelong.learner.
+    prefetched`): there the copy runs on that thread's own CUDA stream, from page-locked
+    memory, while the default stream computes the current batch. The thread waits for its copy
+    before handing the batch over, and tells the allocator that the default stream uses the
+    batch, so its memory is not reused while the model still reads it. On the CPU: a plain
+    ``to``.
+    """
+    if device.type != "cuda":
+        return batch.to(device)
+    streams = _COPY.__dict__.setdefault("streams", {})
+    if device not in streams:  # one per thread and device, made once
+        streams[device] = torch.cuda.Stream(device)
+    stream = streams[device]
+    with torch.cuda.stream(stream):
+        moved = batch.pin_memory().to(device, non_blocking=True)
+    stream.synchronize()  # this thread waits; the device goes on with the current batch
+    moved.record_stream(torch.cuda.default_stream(device))
+    return moved
 
 
 def on_device(kind: TaskKind, device: torch.device) -> TaskKind:

@@ -33,9 +33,7 @@ GRAPHS = 4  # forward with and without grad, in training and evaluation mode
     ],
     ids=["seq", "replay", "mbpa++-reference", "mbpa++-fast", "maml-er"],
 )
-def test_a_compiled_encoder_compiles_a_few_graphs_and_never_falls_back(
-    name, options, task, caplog
-):
+def test_a_compiled_encoder_compiles_a_few_graphs_and_never_falls_back(name, options, task, caplog):
     """Failure 5: HFEncoder.forward recompiled on length, batch size and grad mode, and under
     torch.func (MbPA++'s reference path, MAML-ER) until dynamo's limit, then ran eager."""
     torch._dynamo.reset()

@@ -142,3 +142,59 @@ def test_sweep_points_keep_their_device_in_their_config(tmp_path, monkeypatch):
     monkeypatch.setattr(sweeps, "_run_on_pool", pool)
     sweeps.run_sweep(tiny_sweep(tmp_path), jobs=2)
     assert [config["device"] for config, *_ in seen] == ["auto", "auto"]
+
+
+def test_a_gpu_batch_is_copied_from_pinned_memory_on_a_side_stream(task, monkeypatch):
+    """Failure 10: prefetched batches were copied from pageable memory on the default stream,
+    so the copy could not overlap the model's work."""
+    from lifelong.model import Batch
+    from lifelong.runtime import to_device
+
+    calls = []
+
+    class Stream:
+        def __init__(self, device):
+            calls.append(("stream", str(device)))
+
+        def synchronize(self):
+            calls.append(("synchronize",))
+
+    class Using:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __enter__(self):
+            calls.append(("on side stream",))
+
+        def __exit__(self, *exc):
+            calls.append(("off side stream",))
+
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "stream", Using)
+    monkeypatch.setattr(torch.cuda, "default_stream", lambda device: "default")
+    monkeypatch.setattr(Batch, "pin_memory", lambda self: calls.append(("pin",)) or self)
+    monkeypatch.setattr(
+        Batch,
+        "to",
+        lambda self, device, non_blocking=False: calls.append(("copy", non_blocking)) or self,
+    )
+    monkeypatch.setattr(Batch, "record_stream", lambda self, s: calls.append(("record", s)))
+    batch = task(toy_examples())
+    to_device(batch, torch.device("cuda", 0))
+    to_device(batch, torch.device("cuda", 0))  # the thread's stream is made once
+    assert calls[:7] == [
+        ("stream", "cuda:0"),
+        ("on side stream",),
+        ("pin",),
+        ("copy", True),
+        ("off side stream",),
+        ("synchronize",),
+        ("record", "default"),
+    ]
+    assert calls.count(("stream", "cuda:0")) == 1
+
+
+def toy_examples():
+    from tests.conftest import toy_stream
+
+    return toy_stream().tasks[0].train[:3]
