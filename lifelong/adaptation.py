@@ -338,6 +338,28 @@ def _compact_vocabulary(
     return compact, [lookup[t] for t in ids]
 
 
+LORA_BYTES = 126.0
+"""Peak activation bytes of lora adaptation per (owner, neighbour, token, hidden unit, layer).
+
+Measured on the CPU (fp32): 16 owners of K = 32 neighbours of up to 128 tokens through MiniLM
+(hidden 384, 6 layers) peaked at 19 GB: 19e9 / (16 * 32 * 128 * 384 * 6) = 126. On a GPU in
+bf16 the activations take about half: the estimate errs on the safe side."""
+
+
+def lora_chunk(encoder: nn.Module, k: int, length: int, device: torch.device) -> int:
+    """Test examples per lora step on a GPU: as many as half its free memory holds, 1 to 64.
+
+    The owners' activations grow with K, the tokens per row and the encoder's width and depth
+    (`LORA_BYTES` each); a fixed 16 was sized for MiniLM and is four times too many for
+    BERT-base on a 16 GB GPU.
+    """
+    free, _ = torch.cuda.mem_get_info(device)
+    hidden = getattr(encoder, "hidden_size", 768)
+    layers = getattr(encoder, "num_layers", 12)
+    per_owner = LORA_BYTES * k * max(length, 1) * hidden * layers
+    return int(min(64, max(1, 0.5 * free // per_owner)))
+
+
 @dataclass
 class _Stored:
     """One memory example at the adaptation stage: its rows (unpadded) and their labels.
@@ -517,9 +539,14 @@ class LocalAdapter:
         with torch.no_grad():
             tests, mask = self._prefix(batch)[:2]  # (rows, t, d), (rows, t) at stage 1
         # one owner per chunk on a CPU: with 16, 512 neighbour rows' activations (19 GB peak on
-        # MiniLM) made a step 2x slower per example than 16 one-owner chunks (README bench)
+        # MiniLM) made a step 2x slower per example than 16 one-owner chunks (README bench);
+        # on a GPU as many as half its free memory holds (`lora_chunk`)
         batched = self.options.adapt_path == "fast" and tests.device.type == "cuda"
-        chunk = self.options.fast_chunk or (16 if batched else 1)
+        chunk = self.options.fast_chunk or (
+            lora_chunk(self.model.encoder, self.options.k, tests.shape[1], tests.device)
+            if batched
+            else 1
+        )
         groups = batch.row_groups
         out = []
         for s in range(0, batch.num_examples, chunk):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -199,8 +200,18 @@ def predict_scores(model: Classifier, batch: Batch) -> torch.Tensor:
         return model(*batch.inputs())
 
 
+CUBLAS_WORKSPACE = ":4096:8"
+"""cuBLAS's workspace setting for deterministic results (CUDA's "Reproducibility" notes: cuBLAS
+matmuls are deterministic only with ``CUBLAS_WORKSPACE_CONFIG`` ``:4096:8`` or ``:16:8``)."""
+
+
 def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch, and ask torch for deterministic kernels."""
+    """Seed Python, NumPy and torch, and ask torch for deterministic kernels.
+
+    On a GPU deterministic kernels need ``CUBLAS_WORKSPACE_CONFIG``; it is set here (to
+    `CUBLAS_WORKSPACE`) unless the environment sets it, before CUDA starts cuBLAS.
+    """
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

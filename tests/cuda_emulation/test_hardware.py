@@ -198,3 +198,31 @@ def toy_examples():
     from tests.conftest import toy_stream
 
     return toy_stream().tasks[0].train[:3]
+
+
+def test_deterministic_mode_sets_cublas_workspace_unless_given(monkeypatch):
+    from lifelong.training import seed_everything
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    seed_everything(0)
+    import os
+
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
+    seed_everything(0)
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
+
+
+def test_lora_chunk_is_sized_from_free_gpu_memory(monkeypatch):
+    from types import SimpleNamespace
+
+    from lifelong.adaptation import lora_chunk
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (16 * 2**30, 16 * 2**30))
+    minilm = SimpleNamespace(hidden_size=384, num_layers=6)
+    bert_base = SimpleNamespace(hidden_size=768, num_layers=12)
+    cuda = torch.device("cuda", 0)
+    small, base = lora_chunk(minilm, 32, 128, cuda), lora_chunk(bert_base, 32, 128, cuda)
+    assert small == 7 and base == 1  # 16 GB: not the fixed 16 sized for MiniLM
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (80 * 2**30, 80 * 2**30))
+    assert lora_chunk(bert_base, 32, 128, cuda) == 9 and lora_chunk(minilm, 32, 64, cuda) == 64

@@ -95,4 +95,11 @@ def test_a_memory_on_cuda_finds_the_neighbours_of_the_cpu_faiss_index():
     tokens = [np.array([1], dtype=np.int32)] * len(keys)
     for memory in (on_gpu, on_cpu):
         write(memory, tokens, np.zeros(len(keys)), keys)
-    np.testing.assert_array_equal(on_gpu.nearest(queries, 32)[1], on_cpu.nearest(queries, 32)[1])
+    (gpu_d, gpu_i), (cpu_d, cpu_i) = on_gpu.nearest(queries, 32), on_cpu.nearest(queries, 32)
+    # the same distances to fp32 error; the same ids wherever neighbours are not tied within it
+    np.testing.assert_allclose(gpu_d, cpu_d, rtol=1e-4, atol=1e-4)
+    gaps = np.diff(cpu_d, axis=1)  # (q, 31)
+    clear = np.ones_like(cpu_i, dtype=bool)
+    clear[:, 1:] &= gaps > 1e-3
+    clear[:, :-1] &= gaps > 1e-3
+    np.testing.assert_array_equal(gpu_i[clear], cpu_i[clear])
