@@ -108,3 +108,22 @@ def test_every_adaptation_scope_and_path_adapts(strategy, path, scope, precision
 @pytest.mark.parametrize("encoder", [*MEMORY_FAMILIES, "memoria-tiny"])
 def test_every_memory_encoder_trains_and_evaluates(encoder, precision, cuda_rules):
     train_and_evaluate("replay", "classification", precision, encoder=encoder)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--stream", "fewrel", "--pair-loss", "softmax", "--fewrel-tasks", "2"]
+        + ["--train-size", "1", "--test-size", "1"],
+        ["--stream", "qa", "--tasks", "squad,quac", "--train-size", "4", "--test-size", "2"]
+        + ["--max-length", "160", "--doc-stride", "32"],
+    ],
+    ids=["fewrel-softmax", "qa"],
+)
+def test_bf16_runs_complete_under_cudas_rules(flags, tmp_path, cuda_rules, capsys):
+    """The issue's acceptance runs: FewRel with the softmax pair loss, and QA, in bf16."""
+    from lifelong.experiment.cli import main
+
+    args = ["run", "--encoder", "tiny", "--precision", "bf16", "--device", "cpu"]
+    args += ["--no-progress", "--output-dir", str(tmp_path), "--batch-size", "4"]
+    assert main([*args, *flags]) == 0, capsys.readouterr().err[-2000:]
