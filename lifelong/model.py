@@ -88,7 +88,9 @@ class Batch:
         cached = self.__dict__.get(f"_host_{name}")
         if cached is None or cached[0] is not tensor:
             value = tensor if derive is None else derive(tensor)
-            cached = (tensor, value.cpu().numpy())
+            # tolist, not numpy(): inside a torch.func transform the tensor is a wrapper
+            # without storage, which numpy() cannot read (one copy either way)
+            cached = (tensor, np.asarray(value.tolist(), dtype=np.int64))
             self.__dict__[f"_host_{name}"] = cached
         return cached[1]
 
