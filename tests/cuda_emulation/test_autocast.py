@@ -49,8 +49,8 @@ def stream_of(kind):
         shared = {k: v for k, v in keys.items() if k in ("tasks", "train_size", "test_size")}
         shared |= {k: v for k, v in keys.items() if k == "fewrel_tasks"}
         stream = build_stream(name, StreamSpec(**shared, embed=hashed_bag_of_words))
-        tasks = tuple(dataclasses.replace(t, train=t.train[:8], test=t.test[:4]) for t in stream)
-        _STREAMS[kind] = dataclasses.replace(stream, tasks=tasks)  # a FewRel cluster: 8 + 4
+        tasks = tuple(dataclasses.replace(t, train=t.train[:6], test=t.test[:3]) for t in stream)
+        _STREAMS[kind] = dataclasses.replace(stream, tasks=tasks)  # a FewRel cluster: 6 + 3
     return _STREAMS[kind]
 
 
