@@ -283,6 +283,24 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         help="the table printed to stdout (default: markdown)",
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument(
+        "--compare",
+        metavar="A,B",
+        help="print strategy A minus B on each stream, paired by (order, seed), with its 95%% "
+        "confidence interval and whether it excludes zero (writes no files)",
+    )
+    parser.add_argument(
+        "--metric",
+        default="average_accuracy",
+        help="the metric --compare compares (a metrics.json key; default average_accuracy)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=("t", "bootstrap"),
+        default="t",
+        help="--compare's interval: Student's t on the paired differences (default) or a "
+        "percentile bootstrap of their mean",
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:

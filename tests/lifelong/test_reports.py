@@ -256,7 +256,7 @@ def test_plots(grid, tmp_path):
         "mbpa++_x_text_i_matrix.png",
         "mbpa++_x_text_i_curves.png",
     ]
-    assert len(written) == 8
+    assert len(written) == 8 + 1 and written[-1].name == "summary_text_average_accuracy.png"
     for path in written:
         assert_png(path)
     assert not list((tmp_path / "plots").glob(".*"))  # no temporary files left
@@ -281,7 +281,7 @@ def test_command_writes_everything(grid, tmp_path, capsys):
     assert r"\begin{tabular}" in printed.out and str(out / "report.md") in printed.err
     for name in ("report.md", "report.tex", "report.csv"):
         assert (out / name).is_file()
-    assert len(list((out / "plots").glob("*.png"))) == 8
+    assert len(list((out / "plots").glob("*.png"))) == 8 + 1  # + the stream summary
     assert (
         "![mbpa++_x_text_i_matrix](plots/mbpa++_x_text_i_matrix.png)"
         in (out / "report.md").read_text()

@@ -5,7 +5,8 @@ A finished run directory (written by `lifelong.experiment.rundir.write_results`)
 directory without it is an unfinished run and is skipped. `find_runs` collects finished runs
 anywhere under the given paths (`lifelong.experiment.rundir`), `report_table` aggregates them over
 seeds and the formatters render that table (`tables`), the plot functions draw accuracy matrices
-and per-task curves (`plots`), and `write_report` writes it all.
+and per-task curves (`plots`), `stats` gives every metric over all runs with its 95% confidence
+interval and paired comparisons of strategies, and `write_report` writes it all.
 
 The table (`report_table`) has one row per (stream, strategy, metric) and one column per
 (order, stat):
@@ -39,9 +40,19 @@ import pandas as pd
 
 from lifelong.experiment.reports.plots import (
     plot_accuracy_matrix,
+    plot_summary,
     plot_task_curves,
     safe_name,
     write_plots,
+)
+from lifelong.experiment.reports.stats import (
+    Comparison,
+    Interval,
+    compare,
+    pairwise_markdown,
+    pairwise_table,
+    summary_markdown,
+    summary_table,
 )
 from lifelong.experiment.reports.tables import (
     DEFAULT_METRICS,
@@ -60,19 +71,25 @@ ReportError = RunDirError
 """A run directory is malformed, or there is nothing to report."""
 
 __all__ = [
+    "Comparison",
     "DEFAULT_METRICS",
     "FORMATS",
     "FORMATTERS",
+    "Interval",
     "ReportError",
     "RunRecord",
     "command",
+    "compare",
     "find_runs",
     "latex_escape",
     "load_run",
+    "pairwise_table",
     "plot_accuracy_matrix",
+    "plot_summary",
     "plot_task_curves",
     "report_table",
     "safe_name",
+    "summary_table",
     "to_csv",
     "to_latex",
     "to_markdown",
@@ -129,6 +146,11 @@ def _markdown_report(
     table: pd.DataFrame, records: list[RunRecord], images: list[Path], out_dir: Path
 ) -> str:
     text = f"# Forgetting and transfer\n\n{len(records)} finished runs.\n\n{to_markdown(table)}"
+    metrics = tuple(dict.fromkeys(table.index.get_level_values("metric")))
+    text += "\n" + summary_markdown(summary_table(records, metrics))
+    pairs = pairwise_table(records)
+    if len(pairs):
+        text += "\n" + pairwise_markdown(pairs)
     if images:
         links = [f"![{p.stem}]({p.relative_to(out_dir).as_posix()})" for p in images]
         text += "\n## Plots\n\n" + "\n".join(links) + "\n"
@@ -150,10 +172,22 @@ def command(args: argparse.Namespace) -> int:
     runs = list(args.runs) or ["runs"]
     out_dir = Path(args.out) if args.out else Path(runs[0]) / "report"
     records = as_records(runs)
+    if args.compare:
+        return _compare_command(records, args)
     table = report_table(records)
     written = _write_report(records, table, out_dir, plots=not args.no_plots)
     print(FORMATTERS[args.format](table), end="")
     print(f"\n{len(records)} runs; wrote:", file=sys.stderr)
     for path in written.values():
         print(f"  {path}", file=sys.stderr)
+    return 0
+
+
+def _compare_command(records: list[RunRecord], args: argparse.Namespace) -> int:
+    """``lifelong report --compare A,B``: the paired difference on every stream, one line each."""
+    names = [n.strip() for n in args.compare.split(",")]
+    if len(names) != 2 or not all(names):
+        raise ReportError(f"--compare {args.compare!r}: expected two strategies, A,B")
+    for comparison in compare(records, *names, metric=args.metric, method=args.method):
+        print(comparison.describe())
     return 0

@@ -181,6 +181,39 @@ def plot_task_curves(records: RunRecord | Sequence[RunRecord], path: str | Path)
     return _save_png(figure, path)
 
 
+def plot_summary(
+    records: Sequence[RunRecord], path: str | Path, metric: str = "average_accuracy"
+) -> Path:
+    """One stream's strategies side by side: the metric's mean over runs with 95% CI bars.
+
+    Each strategy's point is the mean over all its runs (orders × seeds) and its bar the
+    Student-t 95% interval of that mean (`lifelong.experiment.reports.stats.t_interval`); a
+    strategy with one run has a point and no bar. Arguments as for `plot_accuracy_matrix`.
+    """
+    from lifelong.experiment.reports.stats import t_interval
+    from lifelong.experiment.reports.tables import METRIC_LABELS, _metric
+
+    groups = _group(records, lambda r: r.strategy)
+    names = list(groups)
+    cis = [
+        t_interval([v for r in groups[n] if (v := _metric(r, metric)) is not None]) for n in names
+    ]
+    figure = _figure(6.4, 0.45 * len(names) + 1.6)
+    ax = figure.add_subplot()
+    y = np.arange(len(names))
+    means = np.array([c.mean for c in cis])
+    low = np.array([c.mean - c.low if c.n > 1 else 0.0 for c in cis])
+    high = np.array([c.high - c.mean if c.n > 1 else 0.0 for c in cis])
+    ax.errorbar(means, y, xerr=[low, high], fmt="o", color="tab:blue", capsize=4, ms=5)
+    ax.set_yticks(y, labels=[f"{n} ({c.n} runs)" for n, c in zip(names, cis)])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{METRIC_LABELS.get(metric, metric)} (mean, 95% CI)")
+    ax.grid(axis="x", alpha=0.3)
+    stream = records[0].stream if records else ""
+    ax.set_title(f"{stream}: {METRIC_LABELS.get(metric, metric)} over orders × seeds", fontsize=10)
+    return _save_png(figure, path)
+
+
 def safe_name(text: str, max_length: int = 60) -> str:
     """A readable, filesystem-safe version of ``text`` (``mbpa++`` stays, ``a:b,c`` -> ``a-b-c``).
 
@@ -195,10 +228,13 @@ def safe_name(text: str, max_length: int = 60) -> str:
 
 
 def write_plots(records: Sequence[RunRecord], out_dir: str | Path) -> list[Path]:
-    """A heatmap and a curve plot per (stream, strategy, order), seeds averaged.
+    """Plots of runs: per (stream, strategy, order) and per stream.
 
-    Files are ``<strategy>_<stream>_<order>_matrix.png`` and ``..._curves.png`` (names made safe
-    by `safe_name`; a short hash is added should two groups end up with the same name).
+    A heatmap and a curve plot per (stream, strategy, order), seeds averaged, and per stream the
+    strategies' average accuracy with 95% CI bars (`plot_summary`). Files are
+    ``<strategy>_<stream>_<order>_matrix.png``, ``..._curves.png`` (names made safe by
+    `safe_name`; a short hash is added should two groups end up with the same name) and
+    ``summary_<stream>_average_accuracy.png``.
 
     Args:
         records: The runs (e.g. from `find_runs`).
@@ -218,4 +254,7 @@ def write_plots(records: Sequence[RunRecord], out_dir: str | Path) -> list[Path]
         used.add(stem)
         written.append(plot_accuracy_matrix(group, out_dir / f"{stem}_matrix.png"))
         written.append(plot_task_curves(group, out_dir / f"{stem}_curves.png"))
+    for stream, group in _group(records, lambda r: r.stream).items():
+        name = f"summary_{safe_name(stream)}_average_accuracy.png"
+        written.append(plot_summary(group, out_dir / name))
     return written
