@@ -202,7 +202,8 @@ def read_relation_file(path: str | Path, n_relations: int) -> list[RelationLine]
         n_relations: Lines of ``relation_name.txt``.
 
     Returns:
-        One `RelationLine` per non-blank line, ids 0-based.
+        One `RelationLine` per non-blank line, ids 0-based; lines whose candidate field is
+        ``noNegativeAnswer`` are skipped (and counted in the log), as Holla et al.'s reader does.
 
     Raises:
         DataFormatError: The file is missing or has no example, or a line is malformed (see
@@ -211,14 +212,30 @@ def read_relation_file(path: str | Path, n_relations: int) -> list[RelationLine]
     """
     path = Path(path)
     _require_file(path, "lines 'gold_id<TAB>candidate_ids<TAB>sentence', ids 1-indexed")
-    lines = []
+    lines, skipped = [], 0
     for number, raw in text_lines(path):
         line = raw.rstrip("\r\n")
-        if line.strip():
-            lines.append(parse_relation_line(line, n_relations, path, number))
+        if not line.strip():
+            continue
+        if _no_negative(line):
+            skipped += 1
+            continue
+        lines.append(parse_relation_line(line, n_relations, path, number))
+    if skipped:
+        log.info("%s: skipped %d line(s) marked %s, as Holla et al. do", path, skipped, NO_NEGATIVE)
     if not lines:
         raise DataFormatError(f"{path}: the file has no examples")
     return lines
+
+
+NO_NEGATIVE = "noNegativeAnswer"
+"""The candidate field of a line with no negative relation. Holla et al.'s reader skips such
+lines (``datasets/utils.py`` ``read_rel_data``, L102–107), so this one does too."""
+
+
+def _no_negative(line: str) -> bool:
+    fields = line.split("\t")
+    return len(fields) >= 2 and fields[1].strip() == NO_NEGATIVE
 
 
 def _data_dir(data_dir: str | Path | None) -> Path:
@@ -450,18 +467,25 @@ def embed_names(names: Sequence[str], embed: Embedder) -> np.ndarray:
 
 
 def cluster_relations(
-    names: Sequence[str], n_tasks: int, seed: int, embed: Embedder
+    names: Sequence[str],
+    n_tasks: int,
+    seed: int,
+    embed: Embedder,
+    order: Sequence[int] | None = None,
 ) -> list[list[int]]:
     """Partition relations into ``n_tasks`` clusters by K-means over their name embeddings.
 
     ``KMeans(n_clusters=n_tasks, random_state=seed, n_init=10)``; the result depends only on the
-    names, ``n_tasks``, ``seed`` and the embedding.
+    names, ``n_tasks``, ``seed``, the embedding and the order the names are given to K-means in
+    (k-means++ picks its first centres by row).
 
     Args:
         names: Relation names, index = relation id.
         n_tasks: Number of clusters.
         seed: K-means seed (0 <= seed < 2**32).
         embed: The name embedding.
+        order: The relation ids in the order their vectors go to K-means (Holla et al.: first
+            appearance in the training file, `first_appearance`); default: by id.
 
     Returns:
         The clusters as sorted lists of relation ids, ordered by their smallest id; all non-empty.
@@ -476,17 +500,31 @@ def cluster_relations(
     if not 1 <= n_tasks <= len(names):
         raise ValueError(f"cannot make {n_tasks} tasks out of {len(names)} relations")
     _check_seed(seed, "seed")
-    vectors = embed_names(names, embed)
+    rows = np.arange(len(names)) if order is None else np.asarray(order, dtype=np.int64)
+    if sorted(rows.tolist()) != list(range(len(names))):
+        raise ValueError(f"order must list every relation id 0..{len(names) - 1} once")
+    vectors = embed_names([names[i] for i in rows], embed)  # (R, d), rows in `order`
     if len(np.unique(vectors, axis=0)) < n_tasks:
         raise ValueError(
             f"the embedding maps the {len(names)} relation names to fewer than {n_tasks} "
             "distinct vectors, so some cluster would be empty"
         )
-    labels = KMeans(n_clusters=n_tasks, random_state=seed, n_init=10).fit(vectors).labels_
+    labels = np.empty(len(names), dtype=np.int64)
+    labels[rows] = KMeans(n_clusters=n_tasks, random_state=seed, n_init=10).fit(vectors).labels_
     clusters = [sorted(np.flatnonzero(labels == c).tolist()) for c in range(n_tasks)]
     if any(not c for c in clusters):  # K-means relocates empty clusters; guard anyway
         raise ValueError(f"K-means left an empty cluster: {clusters}")
     return sorted(clusters, key=lambda c: c[0])
+
+
+def first_appearance(lines: Sequence[RelationLine], n_relations: int) -> list[int]:
+    """Relation ids in the order they first appear as gold in ``lines``, then the others by id.
+
+    Holla et al. order the relations so before clustering their names (``datasets/utils.py``
+    ``get_relation_index``, called in ``train_rel.py``), and K-means++ depends on that order.
+    """
+    order = list(dict.fromkeys(line.gold for line in lines))
+    return order + [r for r in range(n_relations) if r not in set(order)]
 
 
 def cluster_order(n_tasks: int, order_seed: int) -> list[int]:
@@ -643,7 +681,8 @@ def fewrel_stream(
         train_lines = read_relation_file(root / TRAIN_FILE, len(names))
         test_lines = read_relation_file(root / TEST_FILE, len(names))
     embedder = embed if embed is not None else glove_embedder(glove)  # type: ignore[arg-type]
-    clusters = cluster_relations(names, n_tasks, cluster_seed, embedder)
+    order = first_appearance(train_lines, len(names))  # Holla et al.'s order for K-means
+    clusters = cluster_relations(names, n_tasks, cluster_seed, embedder, order)
     log.info("relations per cluster: %s", [len(c) for c in clusters])
     train_groups = _by_cluster(sample_per_relation(train_lines, train_size, seed=seed), clusters)
     test_groups = _by_cluster(sample_per_relation(test_lines, test_size, seed=seed + 1), clusters)

@@ -315,3 +315,28 @@ def test_non_utf8_bytes_name_file_and_line_and_a_bom_is_accepted(tmp_path):
     train.write_bytes("1\t2 3\tbom line\n".encode("utf-8-sig"))
     (line,) = read_relation_file(train, 4)
     assert line.gold == 0
+
+
+def test_lines_without_a_negative_answer_are_skipped_as_holla_does(tmp_path, caplog):
+    """Holla et al.'s read_rel_data skips lines whose candidates read noNegativeAnswer."""
+    path = tmp_path / TRAIN_FILE
+    path.write_text("1\t2 3\tfirst sentence\n2\tnoNegativeAnswer\tsecond\n3\t1\tthird one\n")
+    with caplog.at_level("INFO", logger="streams"):
+        lines = read_relation_file(path, 4)
+    assert [line.gold for line in lines] == [0, 2] and [line.line for line in lines] == [1, 3]
+    assert "skipped 1 line(s) marked noNegativeAnswer" in caplog.text
+
+
+def test_names_go_to_k_means_in_first_appearance_order_of_the_training_file(tmp_path):
+    """Holla et al. feed K-means the relations in the order they first appear as gold."""
+    names = toy_data(tmp_path, n_relations=6)
+    lines = (tmp_path / TRAIN_FILE).read_text().splitlines()
+    (tmp_path / TRAIN_FILE).write_text("\n".join(lines[::-1]) + "\n")  # relation 6 first
+    seen = []
+
+    def embed(batch):
+        seen.extend(batch)
+        return hashed_bag_of_words(batch)
+
+    fewrel_stream(data_dir=tmp_path, n_tasks=2, embed=embed)
+    assert seen == [names[i] for i in (5, 4, 3, 2, 1, 0)]
