@@ -111,3 +111,17 @@ def test_mbpa_plus_plus_configs_train_baselines_as_em_in_lll_does():
                 assert options.replay_grad_norm in (None, 1.0)
             if config.strategy == "mbpa++":
                 assert (options.k, options.steps, options.momentum) == (32, 30, 0.9)
+
+
+@pytest.mark.parametrize("name", ["mbpa_plus_plus.yaml", "meta_mbpa.yaml"])
+def test_the_mbpa_configs_clip_every_baseline_as_they_say(name):
+    """Their comment: the baselines as EM-in-LLL's train.py trains them, every update clipped
+    at 1. A-GEM, MTL (and EWC) were left at their own default, no clip."""
+    from lifelong import registry
+
+    sweep = load_sweep(EXPERIMENTS / "text_classification" / name)
+    baselines = {"seq", "replay", "agem", "ewc", "mtl"} & set(sweep.strategies)
+    for point in sweep.points():
+        if point.config.strategy in baselines:
+            options = registry.parse(point.config.strategy, point.config.options_for())
+            assert options.max_grad_norm == 1.0, point.config.strategy
