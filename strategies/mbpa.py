@@ -15,7 +15,7 @@ import torch
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.model import Batch
-from lifelong.options import NonNegativeInt, option_group
+from lifelong.options import NonNegativeInt, Probability, option_group
 from lifelong.replay import ClipOptions, EpisodicWriter, WriteOptions
 from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext
@@ -43,6 +43,26 @@ class TaskOptimizerOptions:
     optimizer_per_task: bool = False  # fresh AdamW + schedule at every task start (EM-in-LLL)
     warmup_steps: NonNegativeInt = 0  # updates of linear warm-up (EM-in-LLL --warmup_steps 0)
     schedule_steps: NonNegativeInt = 11_500  # updates to reach lr 0 (EM-in-LLL t_total); 0: none
+
+
+@option_group
+class HeadDropoutOptions:
+    """Dropout on the pooled vector before the classifier while training (EM-in-LLL's model).
+
+    EM-in-LLL trains pytorch_transformers' ``BertForSequenceClassification`` (``settings.py``),
+    whose classifier reads ``dropout(pooled)`` with ``hidden_dropout_prob`` 0.1 (BERT-base's
+    config) while training; at test time it is off (``test.py``), as in our local adaptation,
+    which runs in evaluation mode.
+    """
+
+    head_dropout: Probability = 0.1  # on the pooled vector, training only (BERT's 0.1)
+
+
+def set_head_dropout(model: Any, p: float) -> None:
+    """Set the dropout of a classification head's pooled input (heads without one: no-op)."""
+    dropout = getattr(model.head, "dropout", None)
+    if isinstance(dropout, torch.nn.Dropout):
+        dropout.p = p
 
 
 class TaskSchedule:
@@ -112,7 +132,9 @@ class TaskSchedule:
 
 
 @option_group
-class MbPAOptions(AdaptationOptions, WriteOptions, ClipOptions, TaskOptimizerOptions):
+class MbPAOptions(
+    AdaptationOptions, WriteOptions, ClipOptions, TaskOptimizerOptions, HeadDropoutOptions
+):
     """Local adaptation (K, L, λ, step, momentum, scope, path, retrieval), writes, clip, optimiser.
 
     ``optimizer_per_task`` (off by default) uses the task boundaries of training (the learner's
@@ -136,6 +158,7 @@ class MbPA:
 
     def __init__(self, context: StrategyContext, options: MbPAOptions | None = None) -> None:
         options = options or MbPAOptions()
+        set_head_dropout(context.model, options.head_dropout)
         self.trainer = Trainer(
             context.model, context.lr, options.max_grad_norm, runtime=context.runtime
         )

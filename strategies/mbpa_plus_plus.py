@@ -28,7 +28,12 @@ from lifelong.replay import (
 from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer
-from strategies.mbpa import TaskOptimizerOptions, TaskSchedule
+from strategies.mbpa import (
+    HeadDropoutOptions,
+    TaskOptimizerOptions,
+    TaskSchedule,
+    set_head_dropout,
+)
 
 
 @option_group
@@ -40,6 +45,7 @@ class MbPAPlusPlusOptions(
     WriteOptions,
     ClipOptions,
     TaskOptimizerOptions,
+    HeadDropoutOptions,
 ):
     """Sparse replay (R_I, r), local adaptation (K, L, λ, ...), writes, clips, optimiser.
 
@@ -73,6 +79,7 @@ class MbPAPlusPlus:
         self, context: StrategyContext, options: MbPAPlusPlusOptions | None = None
     ) -> None:
         options = options or self.Options()
+        set_head_dropout(context.model, options.head_dropout)
         self.trainer = Trainer(
             context.model, context.lr, options.max_grad_norm, runtime=context.runtime
         )
