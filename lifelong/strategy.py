@@ -73,7 +73,7 @@ class Strategy(Protocol):
     def predict(self, batch: Batch) -> torch.Tensor:
         """Scores for every row of an evaluation batch, leaving the model unchanged.
 
-        Logits (n, num_labels) for classification, (n, 2) pair scores for relation
+        Logits (n, num_labels) for classification, (n, 1) pair scores for relation
         extraction, (n, t, 2) start/end scores for QA; the task kind turns them into
         predictions and scores.
         """

@@ -31,7 +31,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 
-from lifelong.heads import ClassificationHead, CosineHead
+from lifelong.heads import CosineHead
 from lifelong.model import Batch
 from lifelong.options import PositiveFloat, Probability, Range, option_group
 from lifelong.replay import ClipOptions
@@ -77,8 +77,8 @@ class SeqStar:
         self.options = options = options or SeqStarOptions()
         self.model = context.model
         self.batch_size = context.batch_size
-        # the tricks on classes apply to a classification head; pair and span heads keep theirs
-        self.classes = isinstance(self.model.head, ClassificationHead)
+        # the tricks on classes apply to text classification; pair and span heads keep theirs
+        self.classes = context.task.name == "classification"
         if self.classes and options.classifier == "cosine":
             old = self.model.head.linear
             head = CosineHead(old.in_features, old.out_features, options.cosine_scale)

@@ -93,6 +93,7 @@ from lifelong.options import (
     option_group,
 )
 from lifelong.registry import UnknownStrategyError
+from lifelong.tasks.relation import pair_scores
 
 if TYPE_CHECKING:
     from lifelong.memory.records import ExampleRecords
@@ -264,13 +265,13 @@ def candidate_scores(
     """FewRel pair scores as class scores: each candidate's margin at its relation, (n, classes).
 
     Args:
-        logits: Two-way pair scores (rows, 2) of ``batch``.
+        logits: Pair scores (rows, 1) of ``batch``.
         batch: The rows of ``records`` (one per candidate, examples in order).
         records: The examples' records (their ``candidates``, in row order).
         num_classes: Relations in the merged label space.
 
     """
-    margin = logits[:, 1] - logits[:, 0]  # (rows,)
+    margin = pair_scores(logits)  # (rows,)
     relation = torch.as_tensor(
         np.concatenate(records["candidates"]).astype(np.int64), device=logits.device
     )

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import torch
+from torch import nn
 
 from lifelong.heads import ClassificationHead
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import Batch, task_loss
+from lifelong.model import Batch
 from lifelong.tasks.base import (
     Settings,
     TaskSettings,
@@ -132,14 +133,21 @@ class Relation:
         return Batch(ids, mask, torch.zeros(len(rows), dtype=torch.long), examples=records)
 
     def head(self, hidden_size: int) -> ClassificationHead:
-        """A two-way head (gold / not) over the pooled vector of a pair row."""
-        return ClassificationHead(hidden_size, 2)
+        """One logit per pair row (gold or not) over its pooled vector.
+
+        Holla et al.'s relation models score a (sentence, relation) pair with one output
+        (``LinearPLN(768, 1)``, ``TransformerClsModel(n_classes=1)``: ``models/rel_oml.py``,
+        ``base_models.py``) trained with ``BCEWithLogitsLoss``. (A two-output head with softmax
+        cross-entropy is the same loss of the margin but moves it twice as fast per SGD step,
+        so its inner loops ran at twice the paper's rate.)
+        """
+        return ClassificationHead(hidden_size, 1)
 
     def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """Binary cross-entropy per row (mean over rows), or softmax over candidates."""
         if self.pair_loss == "softmax":
             return self.example_losses(logits, batch).mean()
-        return task_loss(logits, batch.labels)
+        return binary_losses(logits, batch.labels).mean()
 
     def loss_units(self, batch: Batch) -> int:
         """Rows (binary loss) or sentences (softmax)."""
@@ -150,13 +158,13 @@ class Relation:
         groups, n = batch.row_groups, batch.num_examples
         if self.pair_loss == "softmax":
             return candidate_loss(logits, batch.labels, groups, n)
-        return group_mean(task_loss(logits, batch.labels, reduction="none"), groups, n)
+        return group_mean(binary_losses(logits, batch.labels), groups, n)
 
     def score(
         self, scores: torch.Tensor, batch: Batch, examples: Sequence[Example]
     ) -> dict[str, float]:
         """Sentences whose best-scoring candidate row is the gold one."""
-        margin = (scores[:, 1] - scores[:, 0]).float().cpu().numpy()  # (rows,) one copy
+        margin = pair_scores(scores).cpu().numpy()  # (rows,) one copy
         gold = batch.labels.cpu().numpy() == 1  # (rows,)
         correct = 0
         for g in range(batch.num_examples):
@@ -165,14 +173,25 @@ class Relation:
         return {"accuracy": float(correct)}
 
 
+def pair_scores(logits: torch.Tensor) -> torch.Tensor:
+    """Each pair row's score, (rows,) in fp32, from the head's one logit per row (rows, 1)."""
+    return logits[:, 0].float()
+
+
+def binary_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy with logits of each pair row (rows,): gold 1, negative 0."""
+    return nn.functional.binary_cross_entropy_with_logits(
+        pair_scores(logits), labels.float(), reduction="none"
+    )
+
+
 def candidate_loss(
     logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor, n: int
 ) -> torch.Tensor:
     """−log softmax of the gold candidate within each sentence's rows, shape (n,).
 
     Args:
-        logits: Two-way pair scores (rows, 2); a row's candidate score is ``logits[:, 1] −
-            logits[:, 0]``.
+        logits: Pair scores (rows, 1).
         labels: 1 for the gold row of a sentence, 0 for the others (rows,).
         groups: The sentence of each row (rows,).
         n: Number of sentences.
@@ -180,7 +199,7 @@ def candidate_loss(
     """
     # (rows,) in fp32 whatever the autocast dtype: a loss, as CUDA autocast computes exp/log
     # (and as it must: CUDA's exp returns fp32, which a bf16 buffer cannot index_add)
-    scores = (logits[:, 1] - logits[:, 0]).float()
+    scores = pair_scores(logits)
     top = scores.new_full((n,), -torch.inf).scatter_reduce(0, groups, scores, "amax")
     top = top.detach()  # a constant shift: keeps exp() finite, changes no gradient
     total = scores.new_zeros(n).index_add(0, groups, torch.exp(scores - top[groups]))

@@ -89,7 +89,7 @@ def test_key_rows_hold_the_sentence_alone(tokenizer):
 
 
 def test_candidate_loss_is_a_softmax_over_each_sentences_rows():
-    logits = torch.tensor([[0.0, 1.0], [0.0, 2.0], [0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    logits = torch.tensor([[1.0], [2.0], [0.0], [-1.0], [1.0]])  # one score per pair row
     labels = torch.tensor([1, 0, 0, 0, 1])
     groups = torch.tensor([0, 0, 0, 1, 1])
     first = -torch.log_softmax(torch.tensor([1.0, 2.0, 0.0]), 0)[0]
@@ -102,15 +102,24 @@ def test_candidate_loss_is_a_softmax_over_each_sentences_rows():
 def test_binary_and_softmax_losses_for_stream_and_memory_rows_alike(tokenizer):
     binary, softmax = relation(tokenizer), relation(tokenizer, pair_loss="softmax")
     batch = binary(examples())
-    logits = torch.randn(len(batch), 2)
-    assert torch.allclose(binary.loss(logits, batch), F.cross_entropy(logits, batch.labels))
+    logits = torch.randn(len(batch), 1)
+    bce = F.binary_cross_entropy_with_logits(logits[:, 0], batch.labels.float(), reduction="none")
+    assert torch.allclose(binary.loss(logits, batch), bce.mean())  # Holla's BCEWithLogitsLoss
     assert binary.loss_units(batch) == 5 and softmax.loss_units(batch) == 2
     rebuilt = softmax.rows(batch.examples)  # as a memory read expands it: still grouped
     expected = candidate_loss(logits, batch.labels, batch.groups, 2).mean()
     assert torch.allclose(softmax.loss(logits, rebuilt), expected)
     per_sentence = binary.example_losses(logits, batch)
-    rows = F.cross_entropy(logits, batch.labels, reduction="none")
-    torch.testing.assert_close(per_sentence, torch.stack([rows[:3].mean(), rows[3:].mean()]))
+    torch.testing.assert_close(per_sentence, torch.stack([bce[:3].mean(), bce[3:].mean()]))
+
+
+def test_a_pair_row_has_one_logit_as_in_holla_et_al(tokenizer):
+    """Holla's relation models: LinearPLN(768, 1) / TransformerClsModel(n_classes=1), BCE.
+
+    A two-output head with softmax cross-entropy moved the margin twice as fast per SGD step,
+    so its inner loops ran at twice the paper's rate."""
+    head = relation(tokenizer).head(32)
+    assert head.linear.out_features == 1
 
 
 def test_score_picks_each_sentences_best_row(tokenizer):
@@ -124,7 +133,7 @@ def test_score_picks_each_sentences_best_row(tokenizer):
 
 class Gold:
     def predict(self, batch):
-        return torch.stack([1.0 - batch.labels.float(), batch.labels.float()], dim=1)
+        return batch.labels.float()[:, None]  # (rows, 1): the gold row scores highest
 
 
 def test_evaluation_counts_sentences_not_pairs(tokenizer):
@@ -151,8 +160,8 @@ class Uninformed:
 
     def predict(self, batch):
         if self.constant:
-            return torch.zeros(len(batch), 2)
-        return torch.randn(len(batch), 2, generator=self.rng)
+            return torch.zeros(len(batch), 1)
+        return torch.randn(len(batch), 1, generator=self.rng)
 
 
 @pytest.mark.parametrize("constant", [True, False], ids=["ties", "random"])
