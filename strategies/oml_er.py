@@ -41,6 +41,7 @@ from lifelong.runtime import eager_call
 from lifelong.state import Components, Counters, delegated
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer, evaluating
+from streams.core import Example
 
 
 @option_group
@@ -55,7 +56,11 @@ class OMLEROptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOptions):
     replay_every: PositiveInt = 9_600  # R_I: stream examples per replay (Holla et al.: 9,600)
     support_batches: PositiveInt = 5  # m: support mini-batches per episode
     inner_lr: PositiveFloat = 1e-3  # α: SGD step size of the inner loop (and of the meta-test)
-    meta_test: bool = True  # fine-tune the head on m memory batches once per test set
+    meta_test: bool = True  # fine-tune the head on m memory batches before predicting
+    # how often: "evaluation" (once, for every test set: Holla's FewRel, rel_oml.py testing()
+    # on the pooled val set, train_rel.py), "test_set" (once per test set: Holla's text
+    # classification, cls_oml.py), "auto" (evaluation on relation extraction, else test_set)
+    meta_test_scope: Literal["auto", "evaluation", "test_set"] = "auto"
     outer_lr: NonNegativeFloat = 0.0  # β of the outer Adam; 0 = the run's learning rate
     replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_oml.py sums query grads
     max_grad_norm: NonNegativeFloat = 0.0  # cls_oml.py / cls_anml.py never clip
@@ -81,6 +86,8 @@ class OMLER:
         self.options = options = options or self.Options()
         self.model = context.model
         self.batch_size = context.batch_size
+        self.kind_name = context.task.name
+        self._evaluation_params: Params | None = None  # this evaluation's meta-test, if one
         self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
         self.net = self._build_net(context)
         trainable = [p for p in self.net.parameters() if p.requires_grad]
@@ -162,14 +169,42 @@ class OMLER:
             self.replay.write(stream_batch)
         return {"loss": float(loss.detach())}
 
-    def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor]:
-        """Meta-test once for the whole test set, then predict every batch with those weights."""
+    def on_eval_start(self) -> None:
+        """An evaluation begins: no meta-tested weights yet."""
+        self._evaluation_params = None
+
+    def on_eval_sets(self, sets: Sequence[Sequence[Example]]) -> None:
+        """Meta-test once for the whole evaluation where the scope says so.
+
+        On FewRel Holla et al. adapt once before scoring the pooled test set of every
+        cluster (`OMLEROptions.meta_test_scope`).
+        """
+        if self._scope() == "evaluation":
+            self._evaluation_params = self._meta_tested()
+
+    def on_eval_end(self) -> None:
+        """The evaluation is over: its meta-tested weights are dropped (never saved)."""
+        self._evaluation_params = None
+
+    def _scope(self) -> str:
+        scope = self.options.meta_test_scope
+        if scope == "auto":
+            return "evaluation" if self.kind_name == "relation" else "test_set"
+        return scope
+
+    def _meta_tested(self) -> Params:
         with evaluating(self.net):
-            params: Params = {}  # nothing swapped in: the trained weights
             if self.options.meta_test and len(self.replay.memory):
-                params = self.meta_test()
-            with torch.no_grad():
-                return [self.logits(params, b) for b in batches]
+                return self.meta_test()
+        return {}  # nothing swapped in: the trained weights
+
+    def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor]:
+        """Predict a test set with the meta-tested weights: this evaluation's, or its own."""
+        params = self._evaluation_params
+        if params is None:
+            params = self._meta_tested()
+        with evaluating(self.net), torch.no_grad():
+            return [self.logits(params, b) for b in batches]
 
     def meta_test_slots(self) -> np.ndarray:
         """The m memory batches of b slots (`lifelong.episodes.meta_test_slots`), shape (m, b)."""

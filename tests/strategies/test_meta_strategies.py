@@ -411,3 +411,29 @@ def test_coarse_lora_adaptation_moves_the_predictions_and_never_the_weights(task
     assert adapted.shape == plain.shape and (adapted - plain).abs().max() > 1e-3
     assert strategy.counts.coarse_adaptations == 1
     assert all(torch.equal(p, before[n]) for n, p in context.model.named_parameters())
+
+
+@pytest.mark.parametrize("name", ["oml-er", "anml-er"])
+def test_on_fewrel_the_meta_test_adapts_once_per_evaluation_as_holla(name):
+    """Holla's rel_oml.py / rel_anml.py meta-test once, then score the pooled test set of every
+    cluster; text classification (cls_oml.py) meta-tests once per dataset's test set."""
+    from lifelong.experiment.config import from_dict
+    from lifelong.experiment.runs import build_model
+    from lifelong.learner import run_stream
+    from lifelong.strategy import StrategyContext
+    from tests.cuda_emulation.test_autocast import KINDS, stream_of
+    from tests.strategies.test_evaluation_leaves_training_alone import options_for
+
+    counts = {}
+    for kind in ("relation-binary", "classification"):
+        stream_name, keys = KINDS[kind]
+        stream = stream_of(kind)
+        model, task = build_model(
+            from_dict({"stream": stream_name, "encoder": "tiny", **keys}), stream
+        )
+        context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0)
+        strategy = registry.build(name, context, options_for(name))
+        run_stream(stream, strategy, task, batch_size=4, eval_batch_size=4, progress=False)
+        counts[kind] = strategy.report()["meta_tests"]
+    tasks = 2  # evaluations with a memory to meta-test from: after each task
+    assert counts == {"relation-binary": tasks, "classification": tasks * tasks}
