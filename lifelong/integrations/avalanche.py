@@ -16,8 +16,9 @@ datasets, 80 relations for FewRel), its task label 0 (the papers' setting: no ta
 calls it on such patterns and gets one score per class of the merged label space:
 
 * text classification: the classifier's logits, (n, classes);
-* relation extraction (FewRel): each candidate relation's pair margin ``score[1] − score[0]``
-  (our prediction rule, `lifelong.tasks.relation`) at that relation's class, `PADDING_SCORE`
+* relation extraction (FewRel): each candidate relation's pair score (the head's one logit
+  per pair row: our prediction rule, `lifelong.tasks.relation`) at that relation's class,
+  `PADDING_SCORE`
   at the relations that are not candidates, so the argmax is our prediction and Avalanche's
   cross-entropy is a softmax over the sentence's candidates: our ``pair_loss: softmax``, not
   the default binary pair loss of Holla et al. (which has no per-sentence class scores);
@@ -262,7 +263,7 @@ class AvalancheModel(nn.Module):
 def candidate_scores(
     logits: torch.Tensor, batch: Batch, records: ExampleRecords, num_classes: int
 ) -> torch.Tensor:
-    """FewRel pair scores as class scores: each candidate's margin at its relation, (n, classes).
+    """FewRel pair scores as class scores: each candidate's score at its relation, (n, classes).
 
     Args:
         logits: Pair scores (rows, 1) of ``batch``.
