@@ -338,7 +338,8 @@ def run_stream(
 
     Training examples are shuffled within each task (seeded) and given to ``strategy.observe``
     in mini-batches that carry no task identifier. The optional hooks ``on_task_start(i)`` and
-    ``on_task_end(i)`` tell strategies that need them where the boundaries are;
+    ``on_task_end(i)`` tell strategies that need them where the boundaries are (a strategy
+    that trains at the task's end returns its per-update statistics from ``on_task_end``);
     ``on_stream_start(stream)`` hands the whole stream to a strategy that is not continual on
     purpose (MTL's joint training), before training starts or resumes.
 
@@ -403,7 +404,8 @@ def run_stream(
                 prefetch,
                 listener,
             )
-            _hook(strategy, "on_task_end", i)
+            trained = _hook(strategy, "on_task_end", i)
+        _report_task_end_steps(trained, stream, i, batch_size, listener)
         row = evaluate_now(i + 1)
         log.info("after %s: %s", stream.tasks[i].name, _fmt(stream.task_names, row))
         position.rows.append(row)
@@ -466,10 +468,33 @@ def _save(checkpointer: Checkpointer | None, strategy: Strategy, position: Strea
         checkpointer.save(strategy, position)
 
 
-def _hook(strategy: Strategy, name: str, *args: object) -> None:
+def _hook(strategy: Strategy, name: str, *args: object) -> Any:
     hook = getattr(strategy, name, None)
-    if callable(hook):
-        hook(*args)
+    return hook(*args) if callable(hook) else None
+
+
+def _report_task_end_steps(
+    trained: Any,
+    stream: TaskStream,
+    task: int,
+    batch_size: int,
+    listener: StreamListener | None,
+) -> None:
+    """Statistics of updates a strategy took at the task's end (a list, one dict per update).
+
+    A strategy that trains on a whole task at once (`lifelong.integrations.avalanche`: the
+    Avalanche templates train each experience in ``on_task_end``) returns its per-update
+    statistics there; they reach the trackers at the task's mini-batch steps, as if observed,
+    and a non-finite loss fails the run as in ``observe``.
+    """
+    if not isinstance(trained, list) or not trained:
+        return
+    offset = StreamPosition(task=task).global_step(stream, batch_size)
+    where = f"{task + 1}/{len(stream)} ({stream.tasks[task].name})"
+    for step, stats in enumerate(trained):
+        if listener is not None:
+            listener.on_step(task, step, offset + step, stats)
+        check_finite_stats(stats, where, step)
 
 
 def _fmt(names: Sequence[str], row: np.ndarray) -> str:

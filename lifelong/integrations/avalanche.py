@@ -348,14 +348,19 @@ class AvalancheOptions:
     """What every Avalanche strategy takes here (Avalanche's defaults unless noted)."""
 
     train_epochs: PositiveInt = 1  # passes over each experience; 1: the papers' single pass
-    # clip the gradient norm before every optimiser step (after GEM's / A-GEM's projections);
-    # 0: no clip, Avalanche's own training. The demo's lr 1e-4 needs 1.0 (see demo.yaml's seq)
-    max_grad_norm: NonNegativeFloat = 0.0
+    # clip the gradient norm before every optimiser step (after GEM's / A-GEM's projections),
+    # as our strategies do by default (ClipOptions: 1.0); 0: none, Avalanche's own training
+    max_grad_norm: NonNegativeFloat = 1.0
+    # the experience's mini-batches in the order our learner made them (its seeded shuffle),
+    # not reshuffled by Avalanche's loader: the same batches as our strategies get
+    our_batch_order: bool = True
 
 
 @option_group
 class NaiveOptions(AvalancheOptions):
-    """Avalanche's ``Naive``: fine-tuning, no options of its own."""
+    """Avalanche's ``Naive``: fine-tuning, no options of its own; clipped as our ``seq``."""
+
+    max_grad_norm: NonNegativeFloat = 0.0  # our seq's default (Holla's cls_baseline.py)
 
 
 @option_group
@@ -476,7 +481,10 @@ class AvalancheStrategy:
         with warnings.catch_warnings():  # "no loggers": on purpose, our metrics are the record
             warnings.simplefilter("ignore")
             evaluator = EvaluationPlugin(loggers=[])
-        plugins = [GradientClip(self.options.max_grad_norm)] if self.options.max_grad_norm else []
+        self.losses = LossLog()  # each update's loss, for the trackers
+        plugins: list[Any] = [self.losses]
+        if self.options.max_grad_norm:
+            plugins.append(GradientClip(self.options.max_grad_norm))
         self.avalanche = getattr(training, self.template)(
             model=self.net,
             plugins=plugins,
@@ -514,12 +522,17 @@ class AvalancheStrategy:
         self.pending.append(batch.examples.only(self.kind.stored_fields))
         return {}
 
-    def on_task_end(self, task_index: int) -> None:
-        """Train the template on the task's buffered examples as experience ``task_index``."""
+    def on_task_end(self, task_index: int) -> list[dict[str, float]]:
+        """Train the template on the task's buffered examples as experience ``task_index``.
+
+        Returns:
+            Each update's loss (``{"loss": ...}``), which the learner hands to the trackers.
+
+        """
         from avalanche.benchmarks.scenarios.dataset_scenario import DatasetExperience
 
         if not self.pending:
-            return
+            return []
         records = concat_records(self.pending)
         dataset = experience_dataset(self.codec, records)
         experience = DatasetExperience(dataset=dataset, current_experience=task_index)
@@ -530,9 +543,11 @@ class AvalancheStrategy:
         experience.future_classes = set()  # unknown to a learner: the stream is not given
         # Avalanche 0.6 calls its own deprecated API, with a decorator that forces its warning
         # through every filter: record the warnings, pass on all but those
+        loader = {"shuffle": False} if self.options.our_batch_order else {}
+        self.losses.values = []
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            self.avalanche.train(experience, eval_streams=[])
+            self.avalanche.train(experience, eval_streams=[], **loader)
         for w in caught:
             if issubclass(w.category, DeprecationWarning):
                 log.debug("avalanche: %s", w.message)
@@ -541,6 +556,7 @@ class AvalancheStrategy:
         self.seen_classes |= classes
         self.experiences += 1
         self.pending = []
+        return [{"loss": value} for value in self.losses.values]
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """Row scores of the current model (evaluation mode)."""
@@ -608,6 +624,17 @@ class AvalancheStrategy:
             "shared": self.net.shared,
             "evaluator": self.avalanche.evaluator,
         }
+
+
+class LossLog:
+    """An Avalanche plugin keeping the loss of every training iteration (for the trackers)."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def after_training_iteration(self, strategy: Any, **kwargs: Any) -> None:
+        """Keep this iteration's loss."""
+        self.values.append(float(strategy.loss.detach()))
 
 
 class GradientClip:
