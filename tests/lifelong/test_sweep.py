@@ -150,7 +150,9 @@ def test_smoke_sweep_then_report(backend, tmp_path, capsys):
     table = capsys.readouterr().out
     assert "| mbpa++ | pooled accuracy |" in table and " ± " in table
     plots = sorted((root / "report" / "plots").glob("*.png"))
-    assert len(plots) == 3 * 2 * 2  # a heatmap and a curve per strategy and order
+    # a heatmap and a curve per strategy and order, and the stream's summary with CI bars
+    assert len(plots) == 3 * 2 * 2 + 1
+    assert (root / "report" / "plots" / "summary_text_average_accuracy.png") in plots
     assert main(["sweep", smoke, "--output-dir", str(tmp_path), *flags]) == 0
     assert "0 finished, 12 skipped" in capsys.readouterr().out
     # the sweep is deterministic: both backends give the in-process result

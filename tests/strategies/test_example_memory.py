@@ -175,7 +175,8 @@ def test_meta_mbpa_pools_and_replays_examples(tokenizer, fewrel):
     slots, weights = strategy.pool([kind(list(fewrel.tasks[0].test[:3]))])
     assert len(slots) <= 3 * 2 and np.isclose(weights.sum(), 1.0)  # examples: 3 inputs x K
     scores = strategy.predict_set([kind(list(fewrel.tasks[0].test[:3]))])[0]
-    assert scores.shape == (len(kind(list(fewrel.tasks[0].test[:3]))), 2)
+    # one logit per (sentence, candidate) pair: the reference's one-output pair scorer
+    assert scores.shape == (len(kind(list(fewrel.tasks[0].test[:3]))), 1)
 
 
 def test_meta_mbpa_head_meta_step_on_qa_windows(tokenizer, qa):
