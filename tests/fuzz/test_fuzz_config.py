@@ -74,8 +74,12 @@ def same(given, kept) -> bool:
     return str(given) == str(kept)
 
 
+# one folder per module for every generated file, removed when the session ends
+SCRATCH = tempfile.TemporaryDirectory(prefix="lifelong-fuzz-")
+
+
 def scratch_yaml(text: str) -> Path:
-    path = Path(tempfile.mkdtemp(prefix="lifelong-fuzz-")) / "run.yaml"
+    path = Path(tempfile.mkdtemp(dir=SCRATCH.name)) / "run.yaml"
     path.write_text(text, encoding="utf-8")
     return path
 

@@ -32,8 +32,12 @@ LABEL = st.one_of(
 )
 
 
+# one folder per module for every generated file, removed when the session ends
+SCRATCH = tempfile.TemporaryDirectory(prefix="lifelong-fuzz-")
+
+
 def scratch_file(name: str, data: bytes) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="lifelong-fuzz-"))
+    folder = Path(tempfile.mkdtemp(dir=SCRATCH.name))
     path = folder / name
     path.write_bytes(data)
     return path
