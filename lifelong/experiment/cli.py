@@ -221,6 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
     sweep.add_argument("--output-dir", help="replace the sweep's output_dir")
     sweep.add_argument(
+        "--data-dir",
+        help="replace the runs' data_dir (e.g. ../shared/data/text_real); per_strategy keys "
+        "still apply on top",
+    )
+    sweep.add_argument(
         "--gpus-per-run",
         type=float,
         help="GPUs per run, fractions share a GPU: ray requests them per task (default: 1 where "
@@ -377,6 +382,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep = load_sweep(args.config)
     if args.output_dir:
         sweep = dataclasses.replace(sweep, base=sweep.base.replace(output_dir=args.output_dir))
+    if args.data_dir:
+        sweep = sweep.with_run(data_dir=args.data_dir)
     sweep = sweep.with_grid(
         _split(args.strategies), _split(args.orders), [int(s) for s in _split(args.seeds)]
     )

@@ -9,7 +9,8 @@ A sweep file is YAML with these keys (an unknown key is an error naming it):
 ``run``
     A run config (the keys of `lifelong.experiment.config.RunConfig`) shared by every grid point.
 ``strategies`` / ``orders`` / ``seeds``
-    The grid (command-line flags of ``lifelong sweep`` replace them). ``orders`` are the paper
+    The grid (command-line flags of ``lifelong sweep`` replace them, as ``--data-dir`` and
+    ``--output-dir`` replace the run's keys). ``orders`` are the paper
     task orders (``i``..``iv``) on the text and QA streams, and cluster orders (``0``, ``1``,
     ...: the seeds of the shuffled cluster order, ``cluster_order``) on FewRel.
 ``per_strategy``
@@ -26,6 +27,7 @@ All runs of a sweep share one run index, ``<output_dir>/<name>/index.sqlite`` un
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import multiprocessing
@@ -41,6 +43,7 @@ from lifelong.experiment.checkpoint import CHECKPOINT_NAME
 from lifelong.experiment.config import (
     ConfigError,
     RunConfig,
+    check_sources,
     from_dict,
     read_yaml,
     strategy_options,
@@ -113,6 +116,28 @@ class Sweep:
             ),
             where="command line",
         )
+
+    def with_run(self, **changes: Any) -> Sweep:
+        """A copy whose shared run config has the given keys replaced (command-line flags).
+
+        ``per_strategy`` changes still apply on top, so a strategy that sets its own key there
+        keeps it.
+
+        Raises:
+            ConfigError: A change the run config refuses (naming the key); a ``data_dir``
+                that is not a directory.
+
+        """
+        try:
+            base = self.base.replace(**changes)
+        except ConfigError as err:
+            raise ConfigError(f"command line: {err}") from None
+        if "data_dir" in changes:
+            try:  # the directory and the hub, not the tracker
+                check_sources(base.replace(loggers=()))
+            except ConfigError as err:
+                raise ConfigError(f"command line: {err}") from None
+        return validate(dataclasses.replace(self, base=base), where="command line")
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,23 @@ def test_grid_points_have_fixed_dirs_and_per_strategy_changes(tmp_path):
     assert [(p.config.strategy, p.config.seed) for p in narrowed.points()] == [("replay", 3)]
 
 
+def test_data_dir_flag_replaces_every_points_data_dir(tmp_path, capsys):
+    data = tmp_path / "real"
+    data.mkdir()
+    sweep = tiny_sweep(tmp_path, per_strategy={"replay": {"data_dir": str(tmp_path)}})
+    moved = sweep.with_run(data_dir=str(data))
+    dirs = {p.config.strategy: p.config.data_dir for p in moved.points()}
+    assert dirs == {"seq": str(data), "replay": str(tmp_path)}  # per_strategy still on top
+    with pytest.raises(ConfigError, match=r"command line: key 'data_dir': .*missing: no such"):
+        sweep.with_run(data_dir=str(tmp_path / "missing"))
+    path = tmp_path / "sweep.yaml"
+    values = {"name": "tiny", "run": sweep.base.to_dict(), "strategies": ["seq"]}
+    path.write_text(yaml.safe_dump(values))
+    assert main(["sweep", str(path), "--data-dir", str(tmp_path / "missing")]) == 2
+    assert "missing: no such directory" in capsys.readouterr().err
+    assert not (tmp_path / "tiny").exists()  # refused before any run
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [
