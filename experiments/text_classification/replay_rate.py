@@ -1,0 +1,96 @@
+"""Replay-rate ablation on the real text stream: accuracy of REPLAY and MbPA++ against the rate.
+
+    python experiments/text_classification/replay_rate.py --data-dir ../shared/data/text_real
+        [--ratios 0.025,0.05,0.1,0.2] [--strategies replay,mbpa++] [--orders i] [--seeds 0]
+        [--output-dir runs] [--out table.md]
+
+Starts from the CPU-budget protocol (``real_budget.yaml``: a replay event every 160 examples)
+and changes only ``replay_ratio``, the fraction of the examples since the last event that an
+event replays: 0.025, 0.05, 0.1 and 0.2 replay 4, 8, 16 and 32 stored examples per event
+(2.5%, 5%, 10% and 20% of the stream). Each rate is its own sweep
+(``<output-dir>/replay_rate_<ratio>/``), so the script resumes like ``lifelong sweep`` and
+``lifelong report`` reads its runs. It prints one row per (strategy, rate): the mean and
+95% CI of average accuracy and forgetting over the orders and seeds run, so one can see
+whether the budget's rate (0.1) favours one strategy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from lifelong.experiment.reports.stats import summary_table
+from lifelong.experiment.rundir import find_runs
+from lifelong.experiment.sweep import Sweep, load_sweep, run_sweep
+from lifelong.files import atomic_write_text
+
+BUDGET = Path(__file__).with_name("real_budget.yaml")
+METRICS = ("average_accuracy", "forgetting")
+
+
+def at_ratio(sweep: Sweep, ratio: float, strategies: list[str]) -> Sweep:
+    """The budget sweep with every given strategy replaying ``ratio`` per event."""
+    options = {name: dict(values) for name, values in sweep.base.strategy_options.items()}
+    for name in strategies:
+        options.setdefault(name, {})["replay_ratio"] = ratio
+    base = sweep.base.replace(strategy_options=options)
+    return dataclasses.replace(sweep, name=f"replay_rate_{ratio:g}", base=base)
+
+
+def table(roots: dict[float, Path]) -> str:
+    """Markdown rows: strategy, rate, then mean [95% CI] of each metric and the runs behind it."""
+    lines = [
+        "| strategy | replay_ratio | replayed per event | average accuracy | forgetting | runs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for ratio, root in roots.items():
+        records = find_runs(root)
+        if not records:
+            continue
+        summary = summary_table(records, METRICS)
+        for (_, strategy), rows in summary.groupby(level=[0, 1], sort=True):
+            cells = []
+            for metric in METRICS:
+                row = rows.xs(metric, level=2).iloc[0]
+                cells.append(f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]")
+            n = int(rows.xs(METRICS[0], level=2).iloc[0]["n"])
+            lines.append(
+                f"| {strategy} | {ratio:g} | {round(ratio * 160)} | {' | '.join(cells)} | {n} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", help="the real text data (replaces the config's)")
+    parser.add_argument("--ratios", default="0.025,0.05,0.1,0.2")
+    parser.add_argument("--strategies", default="replay,mbpa++")
+    parser.add_argument("--orders", default="i")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--output-dir", default="runs")
+    parser.add_argument("--out", help="also write the Markdown table here")
+    args = parser.parse_args()
+
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    budget = load_sweep(BUDGET)
+    budget = dataclasses.replace(budget, base=budget.base.replace(output_dir=args.output_dir))
+    if args.data_dir:
+        budget = budget.with_run(data_dir=args.data_dir)
+    budget = budget.with_grid(
+        strategies, args.orders.split(","), [int(s) for s in args.seeds.split(",")]
+    )
+    roots = {}
+    for ratio in (float(r) for r in args.ratios.split(",")):
+        sweep = at_ratio(budget, ratio, strategies)
+        roots[ratio] = sweep.root
+        for result in run_sweep(sweep):
+            print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
+    text = table(roots)
+    print("\n" + text)
+    if args.out:
+        atomic_write_text(args.out, text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""The replay-rate ablation changes only the rate, and tabulates each rate's runs with a CI."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lifelong.test_reports import make_run
+
+SCRIPTS = Path(__file__).parents[2] / "experiments" / "text_classification"
+
+
+@pytest.fixture
+def replay_rate(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    sys.modules.pop("replay_rate", None)
+    import replay_rate
+
+    return replay_rate
+
+
+def test_each_rate_is_a_sweep_of_its_own_changing_only_the_ratio(replay_rate, tmp_path):
+    budget = replay_rate.load_sweep(replay_rate.BUDGET).with_grid(["replay", "mbpa++"], ["i"], [0])
+    sweep = replay_rate.at_ratio(budget, 0.05, ["replay", "mbpa++"])
+    assert sweep.name == "replay_rate_0.05"
+    for point, before in zip(sweep.points(), budget.points(), strict=True):
+        options = point.config.options_for()
+        assert options == before.config.options_for() | {"replay_ratio": 0.05}
+        assert options["replay_every"] == 160  # the event schedule stays the budget's
+        same = point.config.replace(strategy_options=before.config.strategy_options)
+        assert same.replace(log_group=before.config.log_group) == before.config
+
+
+def test_table_has_a_row_per_strategy_and_rate_with_intervals(replay_rate, tmp_path):
+    roots = {}
+    for ratio, shift in ((0.05, 0.0), (0.2, 10.0)):
+        root = roots[ratio] = tmp_path / f"replay_rate_{ratio:g}"
+        for seed in (0, 1):
+            make_run(root / f"replay_i_s{seed}", "replay", "i", seed, 40.0 + shift + seed)
+    text = replay_rate.table(roots)
+    rows = [line for line in text.splitlines() if line.startswith("| replay |")]
+    assert rows[0].startswith("| replay | 0.05 | 8 | 40.5 [")
+    assert rows[1].startswith("| replay | 0.2 | 32 | 50.5 [") and rows[1].endswith("| 2 |")
