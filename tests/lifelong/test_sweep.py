@@ -202,14 +202,14 @@ def test_two_concurrent_sweeps_on_one_index_lose_no_rows(tmp_path):
             stderr=subprocess.STDOUT,
             text=True,
         )
-        for seeds in ("0,1,2,3", "4,5,6,7")
+        for seeds in ("0,1", "2,3")
     ]
     for sweep in sweeps:
         out, _ = sweep.communicate(timeout=600)
         assert sweep.returncode == 0, out[-2000:]
     rows = RunIndex(tmp_path / "shared" / "index.sqlite").rows()
-    assert len(rows) == 2 * 8 and {r["status"] for r in rows} == {"finished"}
-    assert sorted({r["seed"] for r in rows}) == list(range(8))
+    assert len(rows) == 2 * 4 and {r["status"] for r in rows} == {"finished"}
+    assert sorted({r["seed"] for r in rows}) == list(range(4))
 
 
 def test_local_workers_each_get_their_own_gpus():
