@@ -67,6 +67,21 @@ def _memorizing(config: ModuleConfig, segment_length: int, **kwargs: Any) -> Seg
     return MemorizingTransformer(config, **{**defaults, **kwargs})
 
 
+def _pkm(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.pkm import PKMTransformer
+
+    # Lample et al. (|C| = 512, k = 32, H = 4, d_q = 512) scaled to a 128-wide module:
+    # 16,384 slots of width d, k = 16, d_q = d
+    defaults = {"sub_keys": 128, "k": 16, "heads": 4, "key_dim": config.d_model}
+    return PKMTransformer(config, **{**defaults, **kwargs})
+
+
+def _memsizer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.memsizer import MemSizer
+
+    return MemSizer(config, **{"slots": 32, **kwargs})  # the paper's language models: m = 32
+
+
 MEMORY_MODULES: dict[str, Callable[..., SegmentEncoder]] = {
     "transformer": _transformer,
     "transformer-xl": _transformer_xl,
@@ -75,6 +90,8 @@ MEMORY_MODULES: dict[str, Callable[..., SegmentEncoder]] = {
     "infinity-former": _infinity_former,
     "memoria": _memoria,
     "memorizing": _memorizing,
+    "pkm": _pkm,
+    "memsizer": _memsizer,
 }
 
 

@@ -25,6 +25,8 @@ MEMORY_FAMILIES = (
     "infinity-former",
     "memoria",
     "memorizing",
+    "pkm",
+    "memsizer",
 )
 """The memory-augmented module families (`lifelong.encoders.memory_modules`), randomly built."""
 

@@ -348,7 +348,7 @@ def test_script_arguments():
     args = script.parse_args([])
     assert args.segments == [2, 4, 8] and args.segment_length == 32
     assert (args.steps, args.lr, args.jobs, args.threads) == (400, 5e-3, 2, 1)
-    assert "transformer" in args.modules and len(args.modules) == 7
+    assert "transformer" in args.modules and args.modules == list(MEMORY_MODULES)
     assert args.warmup == 100
     # Memformer's writer learns only through the memory: it trains over every segment
     assert script.grad_segments("memformer", 8, args) == 8
