@@ -30,6 +30,63 @@ MEMORY_FAMILIES = (
 )
 """The memory-augmented module families (`lifelong.encoders.memory_modules`), randomly built."""
 
+CATALOGUE: dict[str, tuple[str, str, str]] = {
+    MINILM: ("pre-trained", "none", "all-MiniLM-L6-v2 (6 layers, 384 wide), offline from PyPI"),
+    TINY: ("pre-trained", "none", "a random 2-layer BERT, 128 wide (tests)"),
+    "memoria-minilm": (
+        "Memoria (Park & Bak 2023)",
+        "working / short-term / long-term",
+        "Memoria's three memories attached to MiniLM, read segment by segment",
+    ),
+    "memoria-tiny": (
+        "Memoria (Park & Bak 2023)",
+        "working / short-term / long-term",
+        "the same on tiny",
+    ),
+    "transformer": ("baseline", "none", "the memory-less Transformer every family is built on"),
+    "transformer-xl": (
+        "Transformer-XL (Dai et al. 2019)",
+        "segment cache",
+        "each layer attends to the previous segment's cached states",
+    ),
+    "compressive": (
+        "Compressive Transformer (Rae et al. 2020)",
+        "segment cache + compressed cache",
+        "older cached states are compressed, not dropped",
+    ),
+    "memformer": (
+        "Memformer (Wu et al. 2022)",
+        "memory slots",
+        "a fixed set of slots read by every layer, written once per segment",
+    ),
+    "infinity-former": (
+        "∞-former (Martins et al. 2022)",
+        "continuous long-term memory",
+        "past states as a continuous signal over radial basis functions",
+    ),
+    "memoria": (
+        "Memoria (Park & Bak 2023)",
+        "working / short-term / long-term",
+        "Hebbian engrams in three memories of different lifetimes",
+    ),
+    "memorizing": (
+        "Memorizing Transformer (Wu et al. 2022)",
+        "key-value store (kNN)",
+        "one layer retrieves the top-k of every past key and value it has seen",
+    ),
+    "pkm": (
+        "PKM (Lample et al. 2019)",
+        "memory layer (product keys)",
+        "a product-key memory of |C|² slots in place of a layer's feed-forward block",
+    ),
+    "memsizer": (
+        "MemSizer (Zhang & Cai 2022)",
+        "key-value memory (m slots)",
+        "self-attention replaced by m learned keys and input-written values; constant state",
+    ),
+}
+"""Every built-in encoder: (family and paper, memory kind, one line), for ``lifelong encoders``."""
+
 MEMORIA_BERT = {"memoria-minilm": MINILM, "memoria-tiny": TINY}
 """Memoria attached to a pre-trained BERT: encoder name -> the BERT it attaches to."""
 

@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_arguments(report)
 
     sub.add_parser("strategies", help="list registered strategies")
+    sub.add_parser(
+        "encoders", help="list the built-in encoders: name, family, memory kind, one line each"
+    )
     return parser
 
 
@@ -430,6 +433,20 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_encoders(args: argparse.Namespace) -> int:
+    """``lifelong encoders``: every built-in encoder name (any Hugging Face name also works)."""
+    from lifelong.encoders.names import CATALOGUE
+
+    rows = [("name", "family", "memory", "what"), *((n, *v) for n, v in CATALOGUE.items())]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print(
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[3]
+        )
+    print("\nAlso any Hugging Face model name or local directory (--encoder bert-base-uncased).")
+    return 0
+
+
 class _ConsoleFormatter(logging.Formatter):
     """One line per record: tracebacks belong in the run's log.txt, not on the terminal."""
 
@@ -491,6 +508,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "sweep": cmd_sweep,
         "report": cmd_report,
         "strategies": cmd_strategies,
+        "encoders": cmd_encoders,
     }
     prefix = f"lifelong {args.command}"
     try:

@@ -129,6 +129,19 @@ def test_strategies_command_lists_builtins(capsys):
     assert "avalanche:replay" in out and "avalanche:der" in out
 
 
+def test_encoders_command_lists_every_builtin_name_with_family_and_memory(capsys):
+    from lifelong.encoders.names import CATALOGUE, MEMORIA_BERT, MEMORY_FAMILIES, OFFLINE_NAMES
+
+    assert (
+        set(CATALOGUE) == set(OFFLINE_NAMES) == {"minilm", "tiny", *MEMORIA_BERT, *MEMORY_FAMILIES}
+    )
+    assert main(["encoders"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    pkm = next(line for line in lines if line.startswith("pkm "))
+    assert "Lample et al. 2019" in pkm and "product keys" in pkm
+    assert len([line for line in lines if line.split(" ")[0] in CATALOGUE]) == len(CATALOGUE)
+
+
 def test_demo_config_is_valid():
     from lifelong.experiment.config import DEMO_CONFIG, strategy_options
 
