@@ -234,6 +234,26 @@ class EpisodicMemory:
             slots, ExampleRecords({k: store.get(slots) for k, store in self._fields.items()})
         )
 
+    def get_array(self, name: str, slots: np.ndarray) -> np.ndarray:
+        """One field of the values in ``slots`` (any shape) as an array ``slots.shape + (L,)``.
+
+        For fields whose every record has the same length L (e.g. kNN-LM's next token, L = 1);
+        vectorised, unlike `get`.
+
+        Raises:
+            KeyError: No such field.
+            IndexError: A slot outside the memory.
+
+        """
+        slots = np.asarray(slots, dtype=np.int64)
+        if slots.size and (slots.min() < 0 or slots.max() >= self._size):
+            raise IndexError(
+                f"slots must be in [0, {self._size}), got {slots.min()}..{slots.max()}"
+            )
+        if name not in self._fields:
+            raise KeyError(f"no field {name!r}; the memory holds {', '.join(self._fields)}")
+        return self._fields[name].get_array(slots)
+
     def sample(self, n: int) -> MemoryItems:
         """Draw ``min(n, size)`` distinct stored examples uniformly at random."""
         if self._size == 0:

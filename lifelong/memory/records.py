@@ -106,6 +106,22 @@ class RaggedStore:
             self.values[self.start[s] : self.start[s] + self.length[s]].copy() for s in slots
         )
 
+    def get_array(self, slots: np.ndarray) -> np.ndarray:
+        """The arrays in ``slots`` (any shape) stacked, where all have one length L.
+
+        Vectorised (no loop over slots): shape ``slots.shape + (L,)``.
+
+        Raises:
+            ValueError: The slots' arrays differ in length.
+
+        """
+        slots = np.asarray(slots, dtype=np.int64)
+        lengths = self.length[slots]
+        width = int(lengths.flat[0]) if lengths.size else 0
+        if lengths.size and not bool((lengths == width).all()):
+            raise ValueError("get_array needs arrays of one length; use get for ragged ones")
+        return self.values[self.start[slots][..., None] + np.arange(width)]
+
     def compact(self) -> None:
         """Drop overwritten arrays: the live ones in slot order, back to back."""
         flat = self.flat()

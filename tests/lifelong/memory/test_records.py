@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from lifelong.memory import EpisodicMemory
 from lifelong.memory.records import ExampleRecords, RaggedStore
 
 
@@ -32,3 +33,22 @@ def test_ragged_store_overwrites_and_compacts_without_losing_a_slot():
     flat, lengths = store.flat(), store.length.copy()
     again = RaggedStore.from_flat(flat, lengths)
     assert [r.tolist() for r in again.get(range(10))] == [mirror[i] for i in range(10)]
+
+
+def test_fixed_width_fields_read_as_one_array_in_the_slots_shape():
+    memory = EpisodicMemory(2)
+    memory.write(ExampleRecords.build(token=[[5], [6], [7]], pair=[[1, 2], [3, 4], [5, 6]]),
+                 np.eye(3, 2, dtype=np.float32))  # fmt: skip
+    assert memory.get_array("token", np.array([[2, 0], [1, 1]]))[..., 0].tolist() == [
+        [7, 5],
+        [6, 6],
+    ]
+    assert memory.get_array("pair", np.array([1])).tolist() == [[3, 4]]
+    with pytest.raises(IndexError, match=r"slots must be in \[0, 3\)"):
+        memory.get_array("token", np.array([3]))
+    with pytest.raises(KeyError, match="no field 'label'"):
+        memory.get_array("label", np.array([0]))
+    ragged = RaggedStore()
+    ragged.put(np.array([0, 1]), [np.array([1]), np.array([1, 2])])
+    with pytest.raises(ValueError, match="one length"):
+        ragged.get_array(np.array([0, 1]))

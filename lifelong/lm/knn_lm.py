@@ -1,0 +1,224 @@
+"""kNN-LM (Khandelwal et al., ICLR 2020): a trained LM plus a datastore of (context, next token).
+
+The datastore holds one entry per training position: the key is the LM's context vector there,
+the value the character that followed (section 2). At test time the k nearest keys of the
+query's context vector (L2 distance) give a distribution over the vocabulary,
+
+    p_kNN(y | x) ∝ Σ_{(k_i, v_i) ∈ N} 1[y = v_i] · exp(−d(k_i, q) / T),
+
+interpolated with the LM's own: p(y | x) = λ · p_kNN(y | x) + (1 − λ) · p_LM(y | x).
+The key is the input of the last layer's feed-forward block, after its layer norm — the paper's
+best key (section 6, "Key function", Table 5). Distances are squared L2, as FAISS returns them
+and the reference (urvashik/knnlm, ``knnlm.py``) uses them; the temperature T (1 in the paper)
+is a parameter. λ and k are chosen on validation text (`tune`).
+
+The datastore is the project's episodic memory (`lifelong.memory.EpisodicMemory`: keys, one
+int32 field ``"token"``, the shared search with ``index: auto``), not a store of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from lifelong.encoders.layers import FeedForward
+from lifelong.lm.text import CausalLM, whole_windows
+from lifelong.memory import EpisodicMemory
+from lifelong.memory.records import ExampleRecords
+
+TOKEN = "token"
+"""The datastore's value field: the next character's id."""
+
+
+def key_block(model: CausalLM) -> nn.Module:
+    """The feed-forward block whose input is the kNN key: the last one of the module.
+
+    Raises:
+        ValueError: The module has no `FeedForward` block (e.g. PKM in every layer).
+
+    """
+    blocks = [m for m in model.module.modules() if isinstance(m, FeedForward)]
+    if not blocks:
+        raise ValueError(f"{type(model.module).__name__} has no feed-forward block for kNN keys")
+    return blocks[-1]
+
+
+@contextmanager
+def context_vectors(model: CausalLM) -> Iterator[list[torch.Tensor]]:
+    """Inside the block, each forward pass appends the key vectors (b, T, d) it computed."""
+    captured: list[torch.Tensor] = []
+
+    def hook(module: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
+        captured.append(inputs[0].detach())
+
+    handle = key_block(model).register_forward_pre_hook(hook)
+    try:
+        yield captured
+    finally:
+        handle.remove()
+
+
+def _keys_and_logits(model: CausalLM, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Context vectors (b, T, d) and next-character logits (b, T, V) of a window batch."""
+    with context_vectors(model) as captured:
+        logits = model(x)
+    keys = torch.cat(captured, dim=1) if len(captured) > 1 else captured[0]  # segments
+    return keys, logits
+
+
+@torch.no_grad()
+def build_datastore(
+    model: CausalLM,
+    data: np.ndarray,
+    window: int,
+    *,
+    batch_size: int = 64,
+    device: torch.device | str = "cpu",
+    index: str = "auto",
+) -> EpisodicMemory:
+    """A datastore over every whole window of ``data``: one entry per position.
+
+    Args:
+        model: The trained LM (evaluation mode is set here).
+        data: Training ids.
+        window: Characters per window (each position sees the context the LM trained with).
+        batch_size: Windows per forward pass.
+        device: Where the LM runs (and the search, see `EpisodicMemory`).
+        index: The memory's index (``auto``: exact while small, IVF checked for recall).
+
+    """
+    model.to(device).eval()
+    memory = EpisodicMemory(model.module.hidden_size, index=index, device=device)
+    for x, y in whole_windows(data, window, batch_size):
+        keys, _ = _keys_and_logits(model, x.to(device))
+        tokens = y.reshape(-1, 1).numpy().astype(np.int32)
+        memory.write(
+            ExampleRecords.build(token=tokens),
+            keys.reshape(-1, keys.shape[-1]).float().cpu().numpy(),
+        )
+    return memory
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The datastore's answer for a batch of queries: (n, k) squared distances and tokens."""
+
+    distances: torch.Tensor
+    tokens: torch.Tensor
+
+
+def neighbours(memory: EpisodicMemory, queries: torch.Tensor, k: int) -> Neighbours:
+    """The ``k`` nearest entries of each query (n, d), nearest first."""
+    distances, slots = memory.nearest(queries.float().cpu().numpy(), k)
+    tokens = memory.get_array(TOKEN, slots)[..., 0]  # (n, k)
+    device = queries.device
+    return Neighbours(
+        torch.from_numpy(distances).to(device), torch.from_numpy(tokens.astype(np.int64)).to(device)
+    )
+
+
+def knn_distribution(found: Neighbours, vocab: int, temperature: float = 1.0) -> torch.Tensor:
+    """p_kNN over the vocabulary (n, V): softmax(−d / T) over the neighbours, summed per token."""
+    weights = torch.softmax(-found.distances.double() / temperature, dim=-1)  # (n, k)
+    p = torch.zeros(found.tokens.shape[0], vocab, dtype=torch.float64, device=weights.device)
+    return p.scatter_add_(1, found.tokens, weights)
+
+
+def interpolate(log_p_lm: torch.Tensor, p_knn: torch.Tensor, lam: float) -> torch.Tensor:
+    """log(λ · p_kNN + (1 − λ) · p_LM), computed in log space: (n, V) each."""
+    if lam <= 0.0:
+        return log_p_lm.double()
+    with torch.no_grad():
+        log_knn = torch.log(p_knn.clamp(min=0.0))  # -inf where no neighbour has the token
+    return torch.logaddexp(log_knn + np.log(lam), log_p_lm.double() + np.log1p(-lam))
+
+
+class KNNLM:
+    """A trained `CausalLM` and its datastore, mixed as the paper does.
+
+    Args:
+        model: The LM.
+        memory: Its datastore (`build_datastore`).
+        k: Neighbours per query (the paper: 1,024 on Wikitext-103).
+        lam: λ, the weight of p_kNN (the paper: 0.25 on Wikitext-103).
+        temperature: T of the softmax over −distances (the paper: 1).
+
+    """
+
+    def __init__(
+        self,
+        model: CausalLM,
+        memory: EpisodicMemory,
+        *,
+        k: int = 1024,
+        lam: float = 0.25,
+        temperature: float = 1.0,
+    ) -> None:
+        if not 0.0 <= lam < 1.0:
+            raise ValueError(f"lam must be in [0, 1), got {lam}")
+        if k < 1 or temperature <= 0:
+            raise ValueError(f"k must be positive and temperature > 0, got {k}, {temperature}")
+        self.model, self.memory = model, memory
+        self.k, self.lam, self.temperature = k, lam, temperature
+
+    @torch.no_grad()
+    def log_probs(self, model: CausalLM, x: torch.Tensor) -> torch.Tensor:
+        """The mixture's log p(y | x) for a window batch (b, T) -> (b, T, V), float64."""
+        keys, logits = _keys_and_logits(model, x)
+        b, t, vocab = logits.shape
+        found = neighbours(self.memory, keys.reshape(b * t, -1), self.k)
+        p_knn = knn_distribution(found, vocab, self.temperature)
+        log_p_lm = torch.log_softmax(logits.float(), -1).reshape(b * t, vocab)
+        return interpolate(log_p_lm, p_knn, self.lam).reshape(b, t, vocab)
+
+    @torch.no_grad()
+    def tune(
+        self,
+        data: np.ndarray,
+        window: int,
+        *,
+        ks: Sequence[int] = (8, 32, 128, 512),
+        lams: Sequence[float] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5),
+        batch_size: int = 64,
+    ) -> dict[tuple[int, float], float]:
+        """Choose k and λ by nats per character on ``data`` (one search, at the largest k).
+
+        Sets ``self.k`` and ``self.lam`` to the best pair and returns every pair's loss.
+        """
+        self.model.eval()
+        k_max = min(max(ks), len(self.memory))
+        totals = {(k, lam): 0.0 for k in ks for lam in lams}
+        count = 0
+        for x, y in whole_windows(data, window, batch_size):
+            keys, logits = _keys_and_logits(self.model, x)
+            b, t, vocab = logits.shape
+            found = neighbours(self.memory, keys.reshape(b * t, -1), k_max)
+            log_p_lm = torch.log_softmax(logits.float(), -1).reshape(b * t, vocab)
+            target = y.reshape(-1, 1)
+            for k in ks:
+                top = Neighbours(found.distances[:, :k], found.tokens[:, :k])
+                p_knn = knn_distribution(top, vocab, self.temperature)
+                for lam in lams:
+                    mixed = interpolate(log_p_lm, p_knn, lam)
+                    totals[(k, lam)] -= float(mixed.gather(1, target).sum())
+            count += target.numel()
+        losses = {pair: total / count for pair, total in totals.items()}
+        self.k, self.lam = min(losses, key=losses.get)
+        return losses
+
+
+__all__ = [
+    "KNNLM",
+    "Neighbours",
+    "build_datastore",
+    "context_vectors",
+    "interpolate",
+    "key_block",
+    "knn_distribution",
+    "neighbours",
+]

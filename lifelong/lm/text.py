@@ -1,0 +1,373 @@
+"""Character-level language modelling on real text: corpus, model wrapper, training, evaluation.
+
+The protocol is nanoGPT's ``shakespeare_char`` (karpathy/nanoGPT, ``data/shakespeare_char/
+prepare.py``, ``train.py``, ``config/train_shakespeare_char.py``): the vocabulary is the set of
+characters of the corpus, the first 90% of the characters train and the last 10% validate,
+training batches are windows at uniformly random offsets (``get_batch``), AdamW with β = (0.9,
+0.99) and weight decay 0.1 on matrices only, a linear warm-up then cosine decay to a tenth of
+the learning rate, gradient clipping at 1. Validation is one pass over every whole window of
+the validation text (nanoGPT estimates the same mean from random windows).
+
+A memory module reads a window segment by segment, carrying its memory (`CausalLM`);
+``full-attention`` reads the whole window at once, ``transformer`` each segment on its own.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lifelong.encoders.segments import SegmentEncoder
+from streams.core import DataFormatError, decode_text
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "streams" / "samples" / "tinyshakespeare"
+DEFAULT_CORPUS = DEFAULT_CORPUS / "input.txt"
+"""Tiny Shakespeare, shipped with the project (see its README)."""
+
+TRAIN_FRACTION = 0.9
+"""nanoGPT's split: the first 90% of the characters train (``prepare.py``)."""
+
+
+@dataclass(frozen=True)
+class CharVocabulary:
+    """The characters of a corpus, sorted; id = position (nanoGPT's ``stoi``)."""
+
+    chars: str
+
+    @classmethod
+    def of(cls, text: str) -> CharVocabulary:
+        """Every distinct character of ``text``."""
+        return cls("".join(sorted(set(text))))
+
+    @property
+    def size(self) -> int:
+        """Number of characters."""
+        return len(self.chars)
+
+    def encode(self, text: str) -> np.ndarray:
+        """Text -> ids (n,) int64; a character outside the vocabulary is a `KeyError`."""
+        lookup = {c: i for i, c in enumerate(self.chars)}
+        return np.fromiter((lookup[c] for c in text), dtype=np.int64, count=len(text))
+
+    def decode(self, ids: np.ndarray) -> str:
+        """Ids -> text."""
+        return "".join(self.chars[int(i)] for i in ids)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A corpus split for language modelling.
+
+    Attributes:
+        path: Where it was read from.
+        vocab: Its characters.
+        train: Training ids (n_train,).
+        val: Validation ids (n_val,).
+
+    """
+
+    path: Path
+    vocab: CharVocabulary
+    train: np.ndarray
+    val: np.ndarray
+
+
+def load_corpus(
+    path: str | Path = DEFAULT_CORPUS, train_fraction: float = TRAIN_FRACTION
+) -> Corpus:
+    """Read a UTF-8 text file and split it (first ``train_fraction`` of characters train).
+
+    Raises:
+        DataFormatError: The file is missing, not UTF-8 (naming the line), or too short to
+            hold a training and a validation part.
+
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise DataFormatError(f"{path}: cannot read the corpus ({err.strerror})") from None
+    text = decode_text(path, data)
+    if not 0.0 < train_fraction < 1.0:
+        raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+    cut = int(len(text) * train_fraction)
+    if cut < 2 or len(text) - cut < 2:
+        raise DataFormatError(f"{path}: {len(text)} characters are too few to split for an LM")
+    vocab = CharVocabulary.of(text)
+    ids = vocab.encode(text)
+    return Corpus(path, vocab, ids[:cut], ids[cut:])
+
+
+def random_windows(
+    data: np.ndarray, batch: int, length: int, generator: np.random.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows (nanoGPT's ``get_batch``): inputs, next-character targets (b, length)."""
+    if len(data) <= length:
+        raise ValueError(f"a window of {length} needs more than {len(data)} characters")
+    starts = generator.integers(0, len(data) - length, size=batch)
+    x = np.stack([data[s : s + length] for s in starts])
+    y = np.stack([data[s + 1 : s + 1 + length] for s in starts])
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def whole_windows(data: np.ndarray, length: int, batch: int) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Every non-overlapping window of ``data`` (the tail shorter than a window is left out)."""
+    count = (len(data) - 1) // length
+    x = torch.from_numpy(data[: count * length].reshape(count, length))
+    y = torch.from_numpy(data[1 : count * length + 1].reshape(count, length))
+    for start in range(0, count, batch):
+        yield x[start : start + batch], y[start : start + batch]
+
+
+class CausalLM(nn.Module):
+    """A causal segment encoder with a character head, reading a window segment by segment.
+
+    Gradients flow through the memory across the window's segments (as far as the module
+    lets them: Transformer-XL and the Compressive Transformer stop them at their caches, as
+    their papers do). The head is tied to the module's input embedding when the module has
+    one of the same shape (nanoGPT ties ``lm_head`` to ``wte``).
+
+    Args:
+        module: A causal `SegmentEncoder`.
+        segment_length: Tokens per segment (a window of one segment is read at once).
+
+    """
+
+    def __init__(self, module: SegmentEncoder, segment_length: int) -> None:
+        super().__init__()
+        if not module.config.causal:
+            raise ValueError("module must be causal (ModuleConfig(causal=True)) for an LM")
+        self.module = module
+        self.segment_length = segment_length
+        self.head = nn.Linear(module.hidden_size, module.config.vocab_size, bias=False)
+        words = getattr(getattr(module, "embed", None), "words", None)
+        if isinstance(words, nn.Embedding) and words.weight.shape == self.head.weight.shape:
+            self.head.weight = words.weight
+
+    def hidden(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Final token vectors (b, T, d) of a window, segment by segment with the memory."""
+        mask = torch.ones_like(input_ids)
+        memory: Any = None
+        out = []
+        for start in range(0, input_ids.shape[1], self.segment_length):
+            stop = start + self.segment_length
+            step = self.module.step(input_ids[:, start:stop], mask[:, start:stop], memory)
+            out.append(step.hidden)
+            memory = step.memory
+        return torch.cat(out, dim=1)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Next-character logits (b, T, V)."""
+        return self.head(self.hidden(input_ids))
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy in nats per character: (b, T, V), (b, T) -> ()."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+
+
+def learning_rate(step: int, lr: float, min_lr: float, warmup: int, decay_steps: int) -> float:
+    """Learning rate (nanoGPT's ``get_lr``): warm-up, cosine decay to ``min_lr`` at decay_steps."""
+    if step < warmup:
+        return lr * (step + 1) / (warmup + 1)
+    if step > decay_steps:
+        return min_lr
+    ratio = (step - warmup) / max(1, decay_steps - warmup)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)
+
+
+def adamw(model: nn.Module, lr: float, weight_decay: float = 0.1) -> torch.optim.AdamW:
+    """AdamW as nanoGPT's ``configure_optimizers``: decay on tensors of rank >= 2, β = (0.9, 0.99).
+
+    (β₂ = 0.99 is ``config/train_shakespeare_char.py``'s, for its small batches.) Sparse
+    parameters (`lifelong.encoders.pkm.sparse_parameters`) are left to a sparse optimiser.
+    """
+    from lifelong.encoders.pkm import sparse_parameters
+
+    sparse = {id(p) for p in sparse_parameters(model)}
+    params = [p for p in model.parameters() if p.requires_grad and id(p) not in sparse]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.99))
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The training budget (defaults: nanoGPT's CPU configuration of ``shakespeare_char``).
+
+    Attributes:
+        steps: Optimiser steps (``max_iters`` 2,000; ``lr_decay_iters`` the same).
+        batch_size: Windows per step (12).
+        window: Characters per window (64 = nanoGPT's ``block_size`` for one segment).
+        lr: Peak learning rate (1e-3); it decays to a tenth (``min_lr`` 1e-4).
+        warmup: Warm-up steps (100).
+        clip: Gradient-norm clip (1.0).
+        sparse_lr: Learning rate of sparse value tables (PKM: 1e-3, Lample et al. section 4.2).
+
+    """
+
+    steps: int = 2000
+    batch_size: int = 12
+    window: int = 64
+    lr: float = 1e-3
+    warmup: int = 100
+    clip: float = 1.0
+    sparse_lr: float = 1e-3
+
+
+@dataclass
+class TrainResult:
+    """What `train_lm` measured: final training loss and throughput."""
+
+    losses: list[float]
+    tokens_per_second: float
+    seconds: float
+
+
+def train_lm(
+    model: CausalLM,
+    data: np.ndarray,
+    settings: TrainSettings,
+    *,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    on_step: Callable[[int, float], None] | None = None,
+) -> TrainResult:
+    """Train on random windows of ``data`` (see the module docstring for the recipe)."""
+    from lifelong.encoders.pkm import sparse_parameters
+
+    device = torch.device(device)
+    model.to(device).train()
+    generator = np.random.default_rng(seed)
+    optimiser = adamw(model, settings.lr)
+    sparse = sparse_parameters(model)
+    sparse_optimiser = torch.optim.SparseAdam(sparse, lr=settings.sparse_lr) if sparse else None
+    losses = []
+    start = time.perf_counter()
+    for step in range(settings.steps):
+        lr = learning_rate(step, settings.lr, settings.lr / 10, settings.warmup, settings.steps)
+        for group in optimiser.param_groups:
+            group["lr"] = lr
+        x, y = random_windows(data, settings.batch_size, settings.window, generator)
+        loss = lm_loss(model(x.to(device)), y.to(device))
+        optimiser.zero_grad(set_to_none=True)
+        if sparse_optimiser is not None:
+            sparse_optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        dense = [p for g in optimiser.param_groups for p in g["params"] if p.grad is not None]
+        torch.nn.utils.clip_grad_norm_(dense, settings.clip)
+        optimiser.step()
+        if sparse_optimiser is not None:
+            sparse_optimiser.step()
+        value = loss.item()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"training loss is {value} at step {step}")
+        losses.append(value)
+        if on_step is not None:
+            on_step(step, value)
+    seconds = time.perf_counter() - start
+    tokens = settings.steps * settings.batch_size * settings.window
+    return TrainResult(losses, tokens / seconds, seconds)
+
+
+@torch.no_grad()
+def evaluate_lm(
+    model: CausalLM,
+    data: np.ndarray,
+    window: int,
+    *,
+    batch_size: int = 64,
+    device: torch.device | str = "cpu",
+    log_probs: Callable[[CausalLM, torch.Tensor], torch.Tensor] | None = None,
+) -> tuple[float, float]:
+    """Mean nats per character over every whole window of ``data``, and tokens per second.
+
+    Args:
+        model: The trained model.
+        data: Ids to score.
+        window: Characters per window (the training window).
+        batch_size: Windows per forward pass.
+        device: Where to compute.
+        log_probs: Next-character log-probabilities (b, T, V) of a window batch; default:
+            the model's own (kNN-LM passes its mixture).
+
+    """
+    model.to(device).eval()
+    total, count = 0.0, 0
+    start = time.perf_counter()
+    for x, y in whole_windows(data, window, batch_size):
+        x, y = x.to(device), y.to(device)
+        logp = torch.log_softmax(model(x).float(), -1) if log_probs is None else log_probs(model, x)
+        total += float(-logp.gather(-1, y[..., None]).sum())
+        count += y.numel()
+    return total / count, count / (time.perf_counter() - start)
+
+
+def bits(nats: float) -> float:
+    """Nats per character -> bits per character."""
+    return nats / math.log(2)
+
+
+@contextmanager
+def saved_tensor_bytes() -> Iterator[list[int]]:
+    """Count the bytes autograd saves for backward inside the block (activation memory)."""
+    counter = [0]
+    seen: set[int] = set()
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        key = storage.data_ptr()
+        if key not in seen:
+            seen.add(key)
+            counter[0] += storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        yield counter
+
+
+def training_memory(model: CausalLM, settings: TrainSettings, device: torch.device) -> int:
+    """Bytes one training step holds.
+
+    Parameters, gradients and AdamW's two moments (4 copies of every trainable parameter) plus
+    the activations the step saves for backward (`saved_tensor_bytes`).
+    """
+    params = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    x = torch.zeros(settings.batch_size, settings.window, dtype=torch.long, device=device)
+    model.to(device).train()
+    with saved_tensor_bytes() as counter:
+        loss = lm_loss(model(x), x)
+    del loss
+    return 4 * params + counter[0]
+
+
+__all__ = [
+    "DEFAULT_CORPUS",
+    "CausalLM",
+    "CharVocabulary",
+    "Corpus",
+    "TrainResult",
+    "TrainSettings",
+    "adamw",
+    "bits",
+    "evaluate_lm",
+    "learning_rate",
+    "lm_loss",
+    "load_corpus",
+    "random_windows",
+    "train_lm",
+    "training_memory",
+    "whole_windows",
+]

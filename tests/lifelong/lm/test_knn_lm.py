@@ -1,0 +1,88 @@
+"""kNN-LM: the mixture is a distribution equal to a brute-force computation; the datastore is
+the project's episodic memory."""
+
+import numpy as np
+import pytest
+import torch
+
+from lifelong.encoders.layers import ModuleConfig
+from lifelong.encoders.memory_modules import build_memory_module
+from lifelong.lm.knn_lm import KNNLM, build_datastore, context_vectors, key_block
+from lifelong.lm.text import CausalLM, CharVocabulary, TrainSettings, evaluate_lm, train_lm
+from lifelong.memory import EpisodicMemory
+
+TEXT = "the cat sat on the mat. the dog sat on the log. " * 30
+
+
+@pytest.fixture(scope="module")
+def trained():
+    torch.manual_seed(0)
+    vocab = CharVocabulary.of(TEXT)
+    data = vocab.encode(TEXT)
+    config = ModuleConfig(vocab_size=vocab.size, d_model=16, heads=2, layers=2, ffn=32,
+                          causal=True, max_positions=16)  # fmt: skip
+    model = CausalLM(build_memory_module("transformer", config, 16), 16)
+    train_lm(model, data, TrainSettings(steps=20, batch_size=4, window=16, lr=1e-2, warmup=2))
+    return model, data, vocab
+
+
+def test_keys_are_the_last_feed_forward_blocks_input(trained):
+    model, data, _ = trained
+    assert key_block(model) is model.module.layers[-1].ffn
+    x = torch.from_numpy(data[:16])[None]
+    with context_vectors(model) as captured:
+        model.eval()(x)
+    assert captured[0].shape == (1, 16, 16)
+
+
+def test_the_datastore_is_the_episodic_memory_searched_through_its_index(trained):
+    model, data, _ = trained
+    memory = build_datastore(model, data, 16)
+    assert isinstance(memory, EpisodicMemory)
+    assert len(memory) == (len(data) - 1) // 16 * 16  # one entry per position
+    assert memory.get_array("token", np.array([0, 1]))[:, 0].tolist() == data[1:3].tolist()
+    memory.nearest(memory.keys[:2].copy(), 3)
+    assert memory.index_choice is not None  # the shared search (index: auto) served it
+
+
+def brute_force(model, memory, x, k, lam, temperature, vocab):
+    """Every key's distance to every query, the k smallest, the paper's two equations."""
+    with context_vectors(model) as captured:
+        logits = model(x)
+    queries = captured[0].reshape(-1, captured[0].shape[-1]).double()
+    keys = torch.from_numpy(memory.keys).double()
+    tokens = torch.from_numpy(memory.get_array("token", np.arange(len(memory)))[:, 0])
+    p_lm = torch.softmax(logits.double(), -1).reshape(-1, vocab)
+    out = torch.zeros_like(p_lm)
+    for n, q in enumerate(queries):
+        d = ((keys - q) ** 2).sum(1)
+        near = d.topk(k, largest=False).indices
+        w = torch.softmax(-d[near] / temperature, 0)
+        p_knn = torch.zeros(vocab, dtype=torch.float64).index_add_(0, tokens[near].long(), w)
+        out[n] = lam * p_knn + (1 - lam) * p_lm[n]
+    return out
+
+
+def test_mixture_is_a_distribution_equal_to_brute_force(trained):
+    model, data, vocab = trained
+    memory = build_datastore(model, data[:400], 16, index="Flat")
+    knn = KNNLM(model.eval(), memory, k=7, lam=0.3, temperature=2.0)
+    x = torch.from_numpy(data[500:532].reshape(2, 16))
+    with torch.no_grad():
+        mixed = knn.log_probs(model, x).exp().reshape(-1, vocab.size)
+        expected = brute_force(model, memory, x, 7, 0.3, 2.0, vocab.size)
+    torch.testing.assert_close(mixed.sum(-1), torch.ones(32, dtype=torch.float64))
+    torch.testing.assert_close(mixed, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_tuning_picks_k_and_lambda_and_lambda_zero_is_the_lm(trained):
+    model, data, _ = trained
+    memory = build_datastore(model, data[:800], 16)
+    knn = KNNLM(model, memory, k=4, lam=0.0)
+    plain, _ = evaluate_lm(model, data[800:], 16)
+    alone, _ = evaluate_lm(model, data[800:], 16, log_probs=knn.log_probs)
+    assert alone == pytest.approx(plain, rel=1e-5)
+    losses = knn.tune(data[800:], 16, ks=(2, 8), lams=(0.0, 0.25, 0.5))
+    assert losses[(knn.k, knn.lam)] == min(losses.values())
+    # repetitive text: the datastore knows what follows, so it helps
+    assert min(losses.values()) < losses[(2, 0.0)]

@@ -1,0 +1,102 @@
+"""Character-level LM on real text: corpus, nanoGPT's schedule, training, evaluation."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lifelong.encoders.layers import ModuleConfig
+from lifelong.encoders.memory_modules import build_memory_module
+from lifelong.lm.text import (
+    DEFAULT_CORPUS,
+    CausalLM,
+    CharVocabulary,
+    TrainSettings,
+    evaluate_lm,
+    learning_rate,
+    load_corpus,
+    train_lm,
+    training_memory,
+    whole_windows,
+)
+from streams.core import DataFormatError
+
+
+def tiny_lm(name="transformer", vocab=20, segment=8, **kwargs):
+    torch.manual_seed(0)
+    config = ModuleConfig(vocab_size=vocab, d_model=16, heads=2, layers=2, ffn=32, causal=True,
+                          max_positions=segment)  # fmt: skip
+    return CausalLM(build_memory_module(name, config, segment, **kwargs), segment)
+
+
+def test_the_shipped_corpus_splits_as_nanogpt():
+    corpus = load_corpus()
+    assert corpus.path == DEFAULT_CORPUS
+    assert corpus.vocab.size == 65  # nanoGPT's shakespeare_char vocabulary
+    assert len(corpus.train) == 1_003_854 and len(corpus.val) == 111_540  # prepare.py's sizes
+    assert corpus.vocab.decode(corpus.train[:14]) == "First Citizen:"
+
+
+def test_bad_corpora_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes(b"first line\nsecond caf\xe9\n")
+    with pytest.raises(DataFormatError, match=r"latin1.txt:2: not UTF-8"):
+        load_corpus(bad)
+    with pytest.raises(DataFormatError, match="cannot read the corpus"):
+        load_corpus(tmp_path / "missing.txt")
+    short = tmp_path / "short.txt"
+    short.write_text("ab")
+    with pytest.raises(DataFormatError, match="too few"):
+        load_corpus(short)
+
+
+def test_vocabulary_round_trips():
+    vocab = CharVocabulary.of("hello world")
+    assert vocab.chars == " dehlorw" and vocab.decode(vocab.encode("hello")) == "hello"
+
+
+def test_learning_rate_is_nanogpts_get_lr():
+    lr = lambda step: learning_rate(step, 1e-3, 1e-4, 100, 2000)  # noqa: E731
+    assert lr(0) == pytest.approx(1e-3 / 101) and lr(99) == pytest.approx(1e-3 * 100 / 101)
+    assert lr(100) == pytest.approx(1e-3) and lr(2000) == pytest.approx(1e-4)
+    assert lr(1050) == pytest.approx(1e-4 + 0.5 * 9e-4)  # half way: the cosine's middle
+    assert lr(5000) == 1e-4
+
+
+def test_windows_cover_the_data_in_order():
+    data = np.arange(21)
+    windows = list(whole_windows(data, 5, batch=3))
+    x = torch.cat([w[0] for w in windows])
+    y = torch.cat([w[1] for w in windows])
+    assert x.shape == (4, 5) and torch.equal(y, x + 1)
+
+
+def test_a_few_steps_lower_the_loss_and_memory_is_measured():
+    text = "abcdefghij" * 200
+    data = CharVocabulary.of(text).encode(text)
+    model = tiny_lm(vocab=10)
+    before, _ = evaluate_lm(model, data, 16)
+    settings = TrainSettings(steps=30, batch_size=4, window=16, lr=1e-2, warmup=2)
+    result = train_lm(model, data, settings, seed=0)
+    after, tokens_per_second = evaluate_lm(model, data, 16)
+    assert after < before - 1.0 and len(result.losses) == 30 and tokens_per_second > 0
+    params = sum(p.numel() for p in model.parameters()) * 4
+    assert training_memory(model, settings, torch.device("cpu")) > 4 * params
+
+
+def test_the_head_is_tied_to_the_input_embedding():
+    model = tiny_lm()
+    assert model.head.weight is model.module.embed.words.weight
+
+
+@pytest.mark.parametrize("name", ["transformer-xl", "memsizer", "pkm", "memformer"])
+def test_memory_modules_train_as_text_lms(name):
+    text = "to be or not to be " * 40
+    data = CharVocabulary.of(text).encode(text)
+    model = tiny_lm(name, vocab=len(set(text)))
+    settings = TrainSettings(steps=3, batch_size=2, window=16, warmup=1)
+    result = train_lm(model, data, settings)
+    assert all(math.isfinite(v) for v in result.losses)
+    nats, _ = evaluate_lm(model, data, 16)
+    assert math.isfinite(nats)
