@@ -243,6 +243,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "encoders", help="list the built-in encoders: name, family, memory kind, one line each"
     )
+    from lifelong.lm.flags import add_arguments as add_lm_arguments
+
+    lm = sub.add_parser(
+        "lm",
+        help="train memory modules as character LMs on real text; one row per module",
+        description="Trains each module with the same budget on a UTF-8 text (default: Tiny "
+        "Shakespeare, nanoGPT's split and CPU recipe) and prints validation bits per "
+        "character, parameters, tokens/s, training memory and datastore size.",
+    )
+    add_lm_arguments(lm)
     return parser
 
 
@@ -433,6 +443,13 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lm(args: argparse.Namespace) -> int:
+    """``lifelong lm``: the language-modelling bench (`lifelong.lm.bench`)."""
+    from lifelong.lm.bench import command
+
+    return command(args)
+
+
 def cmd_encoders(args: argparse.Namespace) -> int:
     """``lifelong encoders``: every built-in encoder name (any Hugging Face name also works)."""
     from lifelong.encoders.names import CATALOGUE
@@ -509,6 +526,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "report": cmd_report,
         "strategies": cmd_strategies,
         "encoders": cmd_encoders,
+        "lm": cmd_lm,
     }
     prefix = f"lifelong {args.command}"
     try:

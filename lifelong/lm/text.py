@@ -28,11 +28,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.encoders.segments import SegmentEncoder
+from lifelong.lm.flags import DEFAULT_CORPUS
 from streams.core import DataFormatError, decode_text
-
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "streams" / "samples" / "tinyshakespeare"
-DEFAULT_CORPUS = DEFAULT_CORPUS / "input.txt"
-"""Tiny Shakespeare, shipped with the project (see its README)."""
 
 TRAIN_FRACTION = 0.9
 """nanoGPT's split: the first 90% of the characters train (``prepare.py``)."""

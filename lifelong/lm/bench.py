@@ -1,0 +1,310 @@
+"""``lifelong lm``: train every memory module as a character LM on real text, one row each.
+
+Every module gets the same budget (width, depth, heads, steps, batch, window, learning-rate
+schedule: `lifelong.lm.text.TrainSettings`) and reads the same random windows (one generator
+per seed). A window of ``segments × segment_length`` characters is read segment by segment with
+the module's memory; ``transformer`` reads each segment on its own (no memory) and
+``full-attention`` the whole window at once. ``knn-lm`` is the ``transformer`` row's trained
+model plus a datastore over the training text (`lifelong.lm.knn_lm`): its gain over
+``transformer`` is the datastore's alone. Its k and λ are chosen on the first half of the
+validation text; every row also reports the second half (``heldout_bpc``), where the two
+compare on text neither tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lifelong.encoders.layers import ModuleConfig
+from lifelong.encoders.memory_modules import build_memory_module
+from lifelong.files import atomic_write_text
+from lifelong.lm.flags import FULL_ATTENTION, KNN_LM, check_modules
+from lifelong.lm.text import (
+    CausalLM,
+    Corpus,
+    TrainSettings,
+    bits,
+    evaluate_lm,
+    load_corpus,
+    train_lm,
+    training_memory,
+)
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """The shared budget of one bench run (defaults: nanoGPT's CPU ``shakespeare_char``).
+
+    Attributes:
+        width: d_model (``n_embd`` 128).
+        layers: Layers (``n_layer`` 4).
+        heads: Heads (``n_head`` 4).
+        segment_length: Characters per segment (``block_size`` 64).
+        segments: Segments per training window (1: nanoGPT's window).
+        train: Steps, batch, learning rate and schedule (`TrainSettings`).
+        eval_batch_size: Windows per evaluation pass.
+
+    """
+
+    width: int = 128
+    layers: int = 4
+    heads: int = 4
+    segment_length: int = 64
+    segments: int = 1
+    train: TrainSettings = field(default_factory=TrainSettings)
+    eval_batch_size: int = 64
+
+    @property
+    def window(self) -> int:
+        """Characters per training and evaluation window."""
+        return self.segments * self.segment_length
+
+
+@dataclass
+class Row:
+    """One module's measurements (``lifelong lm``'s table row and JSON entry)."""
+
+    module: str
+    params: int
+    val_bpc: float
+    heldout_bpc: float
+    train_tokens_per_s: float
+    eval_tokens_per_s: float
+    memory_mb: float
+    datastore: int | None = None
+    final_train_loss: float | None = None
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def build_lm(name: str, vocab: int, settings: BenchSettings, seed: int) -> CausalLM:
+    """A randomly initialised character LM of family ``name`` at the bench's sizes."""
+    full = name == FULL_ATTENTION
+    segment = settings.window if full else settings.segment_length
+    config = ModuleConfig(
+        vocab_size=vocab,
+        d_model=settings.width,
+        heads=settings.heads,
+        layers=settings.layers,
+        ffn=4 * settings.width,  # nanoGPT's MLP: 4 x n_embd
+        dropout=0.0,
+        max_positions=segment,
+        causal=True,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        module = build_memory_module("transformer" if full else name, config, segment)
+        return CausalLM(module, segment)
+
+
+def _halves(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
+    """The validation text's first half (kNN-LM tunes on it) and second half (held out)."""
+    middle = len(corpus.val) // 2
+    return corpus.val[: middle + 1], corpus.val[middle:]
+
+
+def _row(
+    name: str,
+    model: CausalLM,
+    corpus: Corpus,
+    settings: BenchSettings,
+    device: torch.device,
+    seed: int,
+    progress: Callable[[str, int, int], None] | None,
+) -> Row:
+    start = time.perf_counter()
+    memory = training_memory(model, settings.train, device)
+
+    def step(i: int, loss: float) -> None:
+        if progress is not None:
+            progress(name, i + 1, settings.train.steps)
+
+    trained = train_lm(model, corpus.train, settings.train, seed=seed, device=device, on_step=step)
+    val, eval_rate = evaluate_lm(
+        model, corpus.val, settings.window, batch_size=settings.eval_batch_size, device=device
+    )
+    held, _ = evaluate_lm(
+        model,
+        _halves(corpus)[1],
+        settings.window,
+        batch_size=settings.eval_batch_size,
+        device=device,
+    )
+    return Row(
+        module=name,
+        params=sum(p.numel() for p in model.parameters()),
+        val_bpc=bits(val),
+        heldout_bpc=bits(held),
+        train_tokens_per_s=trained.tokens_per_second,
+        eval_tokens_per_s=eval_rate,
+        memory_mb=memory / 2**20,
+        final_train_loss=float(np.mean(trained.losses[-50:])),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _knn_row(
+    model: CausalLM, base: Row, corpus: Corpus, settings: BenchSettings, device: torch.device
+) -> Row:
+    from lifelong.lm.knn_lm import KNNLM, build_datastore
+
+    start = time.perf_counter()
+    window, batch = settings.window, settings.eval_batch_size
+    store = build_datastore(model, corpus.train, window, batch_size=batch, device=device)
+    knn = KNNLM(model, store)
+    tune, held = _halves(corpus)
+    losses = knn.tune(tune, window, batch_size=batch)
+    val, rate = evaluate_lm(
+        model, corpus.val, window, batch_size=batch, device=device, log_probs=knn.log_probs
+    )
+    held_nats, _ = evaluate_lm(
+        model, held, window, batch_size=batch, device=device, log_probs=knn.log_probs
+    )
+    return replace(
+        base,
+        module=KNN_LM,
+        val_bpc=bits(val),
+        heldout_bpc=bits(held_nats),
+        eval_tokens_per_s=rate,
+        datastore=len(store),
+        seconds=time.perf_counter() - start,
+        extra={
+            "k": knn.k,
+            "lambda": knn.lam,
+            "tuned_bpc": bits(losses[(knn.k, knn.lam)]),
+            "search_seconds_per_token_ratio": base.eval_tokens_per_s / rate,
+            "index": store.index_choice.describe() if store.index_choice else None,
+        },
+    )
+
+
+def run_bench(
+    modules: Sequence[str],
+    *,
+    corpus: Corpus,
+    settings: BenchSettings,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+    progress: Callable[[str, int, int], None] | None = None,
+    on_row: Callable[[Row], None] | None = None,
+) -> list[Row]:
+    """Train and measure each module (``knn-lm`` reuses the ``transformer`` row's model)."""
+    device = torch.device(device)
+    built: dict[str, Row] = {}
+    models: dict[str, CausalLM] = {}
+    for name in _ordered(modules):
+        if name == KNN_LM:
+            row = _knn_row(models["transformer"], built["transformer"], corpus, settings, device)
+        else:
+            models[name] = build_lm(name, corpus.vocab.size, settings, seed)
+            row = _row(name, models[name], corpus, settings, device, seed, progress)
+        built[name] = row
+        if name in modules and on_row is not None:
+            on_row(row)
+    return [built[name] for name in _ordered(modules) if name in modules]
+
+
+def _ordered(modules: Sequence[str]) -> list[str]:
+    names = list(dict.fromkeys(modules))
+    if KNN_LM in names and "transformer" not in names:
+        names.insert(names.index(KNN_LM), "transformer")
+    if KNN_LM in names and names.index(KNN_LM) < names.index("transformer"):
+        names.remove(KNN_LM)
+        names.insert(names.index("transformer") + 1, KNN_LM)
+    return names
+
+
+def markdown(rows: Sequence[Row], settings: BenchSettings, steps: int, seed: int) -> str:
+    """The table ``lifelong lm`` prints, with the budget it ran under."""
+    lines = [
+        f"budget: width {settings.width}, {settings.layers} layers, {settings.heads} heads, "
+        f"window {settings.window} = {settings.segments} x {settings.segment_length}, "
+        f"{steps} steps of {settings.train.batch_size} windows, lr {settings.train.lr:g}, "
+        f"seed {seed}",
+        "",
+        "| module | params | val bpc | held-out bpc | train tok/s | eval tok/s | memory MB | "
+        "datastore |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        store = f"{r.datastore:,}" if r.datastore is not None else ""
+        lines.append(
+            f"| {r.module} | {r.params:,} | {r.val_bpc:.3f} | {r.heldout_bpc:.3f} | "
+            f"{r.train_tokens_per_s:,.0f} | {r.eval_tokens_per_s:,.0f} | {r.memory_mb:.1f} | "
+            f"{store} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def command(args: argparse.Namespace) -> int:
+    """``lifelong lm``: check every flag, then train and print one row per module."""
+    from lifelong.runtime import resolve_device
+
+    modules = check_modules([m.strip() for m in args.modules.split(",") if m.strip()])
+    for name, value in (("--steps", args.steps), ("--segments", args.segments),
+                        ("--segment-length", args.segment_length),
+                        ("--batch-size", args.batch_size), ("--width", args.width),
+                        ("--layers", args.layers), ("--heads", args.heads)):  # fmt: skip
+        if value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value}")
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        raise ValueError(f"--lr must be a positive finite number, got {args.lr}")
+    if args.width % args.heads:
+        raise ValueError(f"--width {args.width} is not divisible by --heads {args.heads}")
+    device = resolve_device(args.device)
+    corpus = load_corpus(args.corpus)
+    train = TrainSettings(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        window=args.segments * args.segment_length,
+        lr=args.lr,
+        warmup=min(100, max(1, args.steps // 20)),
+    )
+    settings = BenchSettings(
+        width=args.width,
+        layers=args.layers,
+        heads=args.heads,
+        segment_length=args.segment_length,
+        segments=args.segments,
+        train=train,
+    )
+    print(f"corpus: {corpus.path} ({len(corpus.train):,} training / {len(corpus.val):,} "
+          f"validation characters, {corpus.vocab.size} distinct); device {device}")  # fmt: skip
+    bars: dict[str, Any] = {}
+
+    def progress(name: str, step: int, total: int) -> None:
+        if args.no_progress:
+            return
+        from tqdm import tqdm
+
+        if name not in bars:
+            bars[name] = tqdm(total=total, desc=name, leave=False)
+        bars[name].update(1)
+
+    def show(row: Row) -> None:
+        print(f"{row.module}: val bpc {row.val_bpc:.3f} ({row.seconds:.0f} s)", flush=True)
+
+    rows = run_bench(
+        modules, corpus=corpus, settings=settings, seed=args.seed, device=device,
+        progress=progress, on_row=show,
+    )  # fmt: skip
+    print()
+    print(markdown(rows, settings, args.steps, args.seed))
+    if args.json:
+        payload = {
+            "budget": {**asdict(settings), "seed": args.seed, "corpus": str(corpus.path)},
+            "modules": {r.module: asdict(r) for r in rows},
+        }
+        atomic_write_text(args.json, json.dumps(payload, indent=2) + "\n")
+        print(f"written to {Path(args.json)}")
+    return 0

@@ -1,0 +1,66 @@
+"""The flags of ``lifelong lm`` and their checks: light (no torch), so ``--help`` is instant."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from lifelong.encoders.names import MEMORY_FAMILIES
+
+FULL_ATTENTION = "full-attention"
+"""The memory-less Transformer reading the whole window at once."""
+
+KNN_LM = "knn-lm"
+"""The ``transformer`` row's trained model plus a kNN-LM datastore."""
+
+LM_MODULES = (*MEMORY_FAMILIES, FULL_ATTENTION, KNN_LM)
+"""Every name ``--modules`` takes."""
+
+DEFAULT_CORPUS = (
+    Path(__file__).resolve().parents[2] / "streams" / "samples" / "tinyshakespeare" / "input.txt"
+)
+"""Tiny Shakespeare, shipped with the project (``streams/samples/tinyshakespeare/README.md``)."""
+
+
+def check_modules(names: Sequence[str]) -> list[str]:
+    """The ``--modules`` list, checked before anything loads.
+
+    Raises:
+        ValueError: An unknown name (naming it and the known ones), or none at all.
+
+    """
+    unknown = [n for n in names if n not in LM_MODULES]
+    if unknown:
+        raise ValueError(
+            f"--modules: unknown module {unknown[0]!r}; known: {', '.join(LM_MODULES)}"
+        )
+    if not names:
+        raise ValueError("--modules is empty")
+    return list(names)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``lifelong lm`` (defaults: nanoGPT's CPU ``shakespeare_char`` recipe)."""
+    parser.add_argument(
+        "--corpus",
+        default=str(DEFAULT_CORPUS),
+        help="UTF-8 text file; the first 90%% of characters train (default: Tiny Shakespeare)",
+    )
+    parser.add_argument(
+        "--modules",
+        default=f"transformer,{FULL_ATTENTION},{KNN_LM}",
+        help=f"comma-separated, of: {', '.join(LM_MODULES)}",
+    )
+    parser.add_argument("--steps", type=int, default=2000, help="training steps per module")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--segments", type=int, default=1, help="segments per window")
+    parser.add_argument("--segment-length", type=int, default=64, help="characters per segment")
+    parser.add_argument("--batch-size", type=int, default=12, help="windows per step")
+    parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--json", help="also write {'modules': {name: row}} here")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
