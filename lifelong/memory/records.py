@@ -90,13 +90,17 @@ class RaggedStore:
         if size > len(self.start):
             self.start = _grow(self.start, size)
             self.length = _grow(self.length, size)
-        total = sum(len(r) for r in rows)
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        total = int(lengths.sum())
         self._reserve(self.used + total)
-        for slot, row in zip(slots.tolist(), rows):
-            n = len(row)
-            self.values[self.used : self.used + n] = row
-            self.start[slot], self.length[slot] = self.used, n
-            self.used += n
+        if total:  # one copy for all rows (a loop per row cost ~1 µs each)
+            self.values[self.used : self.used + total] = np.concatenate(rows)
+        starts = self.used + np.cumsum(lengths) - lengths
+        if len(np.unique(slots)) != len(slots):  # a slot written twice: the last row wins
+            last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
+            slots, starts, lengths = slots[last], starts[last], lengths[last]
+        self.start[slots], self.length[slots] = starts, lengths
+        self.used += total
         if self.used > 2 * int(self.length.sum()) + 1024:
             self.compact()
 

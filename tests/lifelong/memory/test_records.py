@@ -52,3 +52,9 @@ def test_fixed_width_fields_read_as_one_array_in_the_slots_shape():
     ragged.put(np.array([0, 1]), [np.array([1]), np.array([1, 2])])
     with pytest.raises(ValueError, match="one length"):
         ragged.get_array(np.array([0, 1]))
+
+
+def test_a_slot_written_twice_in_one_put_keeps_the_last_row():
+    store = RaggedStore()
+    store.put(np.array([0, 1, 0]), [np.array([1]), np.array([2, 3]), np.array([4, 5, 6])])
+    assert [a.tolist() for a in store.get([0, 1])] == [[4, 5, 6], [2, 3]]
