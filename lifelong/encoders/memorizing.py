@@ -1,12 +1,11 @@
-"""Memorizing Transformer (Wu et al., 2022): kNN attention over a FAISS key-value memory.
+"""Memorizing Transformer (Wu et al., 2022): kNN attention over a key-value episodic memory.
 
 One layer of an otherwise plain Transformer (by default the one below the top) is a
 kNN-augmented attention layer. Per head, it keeps the (key, value) pairs of the previous segments
 of the document in an external memory (FIFO-bounded at ``memory_size`` pairs per sample and
-head). Each query retrieves its top-``k`` keys by inner product with an exact FAISS search and
-attends over them; the same queries also attend over the current segment as usual (causally
-when ``config.causal``). A learned per-head gate ``g = sigmoid(b_g)`` mixes the two:
-``out = g * memory + (1 - g) * local``.
+head). Each query retrieves its top-``k`` keys and attends over them; the same queries also
+attend over the current segment as usual (causally when ``config.causal``). A learned per-head
+gate ``g = sigmoid(b_g)`` mixes the two: ``out = g * memory + (1 - g) * local``.
 
 As in the paper, queries and keys are L2-normalised along the head dimension (QK-norm, both for
 the local attention and for the memory) and scaled by a learned per-head temperature, so the
@@ -14,9 +13,15 @@ scores are scaled cosine similarities and old and new keys have the same magnitu
 memory is stored detached: no gradient flows into it, and the gradient of a segment's loss does
 not reach earlier segments through it.
 
+The search is the project's episodic memory (`lifelong.memory.EpisodicMemory`, one per sample
+and head, keyed by the stored keys, ``index: auto``), which searches by L2 distance: each key
+carries one more coordinate so that its nearest keys are those of largest inner product, the
+paper's search (see `_store`). ``auto`` searches exactly while a store is small and
+approximately beyond (an IVF index checked for recall), as the paper's approximate kNN.
+
 Differences from the paper, all deliberate simplifications: absolute learned positions (the
-shared `TokenEmbedding`) instead of T5 relative position biases for the local attention, no
-Transformer-XL cache, and exact rather than approximate kNN search.
+shared `TokenEmbedding`) instead of T5 relative position biases for the local attention and no
+Transformer-XL cache.
 """
 
 from __future__ import annotations
@@ -32,14 +37,6 @@ from torch import nn
 from torch.nn import functional as F
 
 from lifelong.encoders.base import EncoderOutput
-
-try:
-    import faiss
-except ImportError as err:  # faiss-cpu / faiss-gpu are the `cpu` / `gpu` extras
-    raise ImportError(
-        "the memorizing encoder's kNN memory needs FAISS: pip install 'lifelong[cpu]' "
-        "(or 'lifelong[gpu]' on a CUDA machine)"
-    ) from err
 from lifelong.encoders.layers import (
     FeedForward,
     ModuleConfig,
@@ -51,14 +48,34 @@ from lifelong.encoders.layers import (
     split_heads,
 )
 from lifelong.encoders.segments import SegmentEncoder, mean_pool
+from lifelong.memory import EpisodicMemory, ExampleRecords
+
+POSITION = "position"
+"""The stores' value field: where the pair sits in `SampleMemory.keys` / ``values``."""
 
 
-def _flat_index(keys: torch.Tensor) -> faiss.IndexFlatIP:
-    """An exact inner-product index holding ``keys`` (n, d_h) in order (ids 0..n-1)."""
-    index = faiss.IndexFlatIP(keys.shape[-1])
+def _store(keys: torch.Tensor) -> EpisodicMemory:
+    """An episodic memory holding ``keys`` (n, d_h) in order: slot i is position i.
+
+    The memory searches by L2 distance; to find the keys of largest inner product exactly
+    (whatever their norms), each key gets one more coordinate, √(M² − ‖k‖²) with M the
+    largest norm, and each query a 0 there (`_search_queries`): then ‖q − k‖² = ‖q‖² + M² −
+    2 q·k, smallest where q·k is largest (Bachrach et al., 2014). The module's keys are unit
+    vectors, so the extra coordinate is 0 for them.
+    """
+    keys = keys.detach().float().cpu()
+    memory = EpisodicMemory(keys.shape[-1] + 1, device="cpu")
     if keys.shape[0]:
-        index.add(np.ascontiguousarray(keys.detach().cpu().numpy(), dtype=np.float32))
-    return index
+        norms = keys.square().sum(-1)  # (n,)
+        extra = (norms.max() - norms).clamp(min=0.0).sqrt()[:, None]  # (n, 1)
+        positions = np.arange(keys.shape[0], dtype=np.int32)[:, None]
+        memory.write(ExampleRecords.build(position=positions), torch.cat([keys, extra], 1).numpy())
+    return memory
+
+
+def _search_queries(queries: np.ndarray) -> np.ndarray:
+    """Queries (t, d_h) with the 0 coordinate `_store`'s keys carry last: (t, d_h + 1)."""
+    return np.ascontiguousarray(np.pad(queries, ((0, 0), (0, 1))), dtype=np.float32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,20 +88,20 @@ class SampleMemory:
     Attributes:
         keys: Stored keys (h, n, d_h), detached (L2-normalised by the module).
         values: Stored values (h, n, d_v), detached.
-        indexes: One exact inner-product FAISS index per head, holding ``keys[h]`` with ids
-            ``0..n-1`` (the positions in ``keys`` and ``values``).
+        stores: One episodic memory per head, holding ``keys[h]`` in slots ``0..n-1`` (the
+            positions in ``keys`` and ``values``).
 
     """
 
     keys: torch.Tensor
     values: torch.Tensor
-    indexes: tuple[faiss.IndexFlatIP, ...]
+    stores: tuple[EpisodicMemory, ...]
 
     @classmethod
     def from_tensors(cls, keys: torch.Tensor, values: torch.Tensor) -> SampleMemory:
         """A memory holding ``keys`` (h, n, d_h) and ``values`` (h, n, d_v), oldest first."""
         keys, values = keys.detach(), values.detach()
-        return cls(keys, values, tuple(_flat_index(head) for head in keys))
+        return cls(keys, values, tuple(_store(head) for head in keys))
 
     @classmethod
     def empty(
@@ -108,7 +125,7 @@ class SampleMemory:
         """The memory with ``keys`` (h, n, d_h) and ``values`` (h, n, d_v) appended.
 
         Only the newest ``capacity`` pairs are kept (FIFO: the oldest are evicted first). The
-        FAISS indexes are rebuilt from the kept keys, which keeps ids equal to positions.
+        stores are rebuilt from the kept keys, which keeps slots equal to positions.
         """
         if keys.shape[1] == 0:
             return self
@@ -135,9 +152,9 @@ class KNNMemory:
         """Stored pairs per head, for each row."""
         return [sample.size for sample in self.samples]
 
-    def indexes(self) -> list[tuple[faiss.IndexFlatIP, ...]]:
-        """Per row, the per-head FAISS indexes."""
-        return [sample.indexes for sample in self.samples]
+    def stores(self) -> list[tuple[EpisodicMemory, ...]]:
+        """Per row, the per-head episodic memories."""
+        return [sample.stores for sample in self.samples]
 
     def padded(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The rows' memories zero-padded to a common length.
@@ -207,29 +224,30 @@ def dense_memory_attention(
     return out
 
 
-def knn_search(q: torch.Tensor, indexes: Sequence[Sequence[faiss.Index]], k: int) -> torch.Tensor:
-    """Ids of the top-``k`` keys by inner product for every query, with exact FAISS search.
+def knn_search(q: torch.Tensor, stores: Sequence[Sequence[EpisodicMemory]], k: int) -> torch.Tensor:
+    """Ids of the top-``k`` keys of every query, searched in the episodic memories.
 
     Args:
-        q: Queries (b, h, t, d_h).
-        indexes: Per row, one FAISS index per head.
+        q: Queries (b, h, t, d_h); the keys found are those of largest inner product
+            (see `_store`).
+        stores: Per row, one episodic memory per head.
         k: Neighbours per query.
 
     Returns:
-        Ids (b, h, t, k) long on ``q``'s device, best first; -1 where an index holds fewer than
+        Ids (b, h, t, k) long on ``q``'s device, best first; -1 where a store holds fewer than
         ``k`` entries.
 
     """
     b, h, t, _ = q.shape
-    if len(indexes) != b or any(len(row) != h for row in indexes):
-        raise ValueError(f"indexes must be {b} rows of {h} per-head indexes")
+    if len(stores) != b or any(len(row) != h for row in stores):
+        raise ValueError(f"stores must be {b} rows of {h} per-head memories")
     queries = q.detach().float().cpu().numpy()  # (b, h, t, d_h)
     ids = np.full((b, h, t, k), -1, dtype=np.int64)
-    for i, row in enumerate(indexes):
-        for head, index in enumerate(row):
-            if index.ntotal:
-                _, found = index.search(np.ascontiguousarray(queries[i, head]), k)  # (t, k)
-                ids[i, head] = found
+    for i, row in enumerate(stores):
+        for head, store in enumerate(row):
+            if len(store):
+                _, found = store.nearest(_search_queries(queries[i, head]), k)  # (t, <=k)
+                ids[i, head, :, : found.shape[1]] = found
     return torch.from_numpy(ids).to(q.device)
 
 
@@ -241,13 +259,13 @@ def knn_memory_attention(
     *,
     lengths: torch.Tensor | None = None,
     scale: float | None = None,
-    indexes: Sequence[Sequence[faiss.Index]] | None = None,
+    stores: Sequence[Sequence[EpisodicMemory]] | None = None,
 ) -> torch.Tensor:
     """Attention of every query over its own top-``k`` memory entries by inner product.
 
-    The neighbours are found with exact FAISS search; the scores over them are recomputed in
-    torch, so the result is differentiable with respect to ``q`` (and the memory tensors).
-    With ``k`` at least the memory size it equals `dense_memory_attention`.
+    The neighbours are found in the episodic memories (`knn_search`); the scores over them are
+    recomputed in torch, so the result is differentiable with respect to ``q`` (and the memory
+    tensors). With ``k`` at least the memory size it equals `dense_memory_attention`.
 
     Args:
         q: Queries (b, h, t, d_h).
@@ -257,8 +275,8 @@ def knn_memory_attention(
         lengths: Valid leading entries of each row's memory (b,); all ``m`` by default. A row
             with an empty memory gets zeros.
         scale: Score scale; ``1 / sqrt(d_h)`` by default.
-        indexes: Per row, one FAISS index per head holding that row's valid keys with ids equal
-            to their positions; built from ``memory_keys`` when not given.
+        stores: Per row, one episodic memory per head holding that row's valid keys in slots
+            equal to their positions; built from ``memory_keys`` when not given.
 
     Returns:
         The attended values (b, h, t, d_v).
@@ -282,14 +300,13 @@ def knn_memory_attention(
     m = memory_keys.shape[2]
     if lengths is None:
         lengths = torch.full((b,), m, dtype=torch.long)
-    if indexes is None:
-        indexes = [
-            [_flat_index(memory_keys[i, head, : int(lengths[i])]) for head in range(h)]
-            for i in range(b)
+    if stores is None:
+        stores = [
+            [_store(memory_keys[i, head, : int(lengths[i])]) for head in range(h)] for i in range(b)
         ]
     if m == 0:
         return q.new_zeros(b, h, t, memory_values.shape[-1])
-    ids = knn_search(q, indexes, min(k, m))  # (b, h, t, k)
+    ids = knn_search(q, stores, min(k, m))  # (b, h, t, k)
     found = ids >= 0  # (b, h, t, k)
     ids = ids.clamp(min=0)
     rows = torch.arange(b, device=q.device)[:, None, None, None]
@@ -368,7 +385,7 @@ class KNNAugmentedAttention(nn.Module):
             self.k,
             lengths=lengths,
             scale=1.0,
-            indexes=memory.indexes(),
+            stores=memory.stores(),
         )  # (b, h, t, d_h)
         has_memory = (lengths > 0).to(q.dtype)[:, None, None, None]  # (b, 1, 1, 1)
         gate = self.gate()[None, :, None, None] * has_memory  # (b, h, 1, 1)

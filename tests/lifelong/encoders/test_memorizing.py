@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 from torch.nn import functional as F
@@ -11,6 +12,7 @@ from lifelong.encoders.memorizing import (
 )
 from lifelong.encoders.memory_modules import build_memory_module
 from lifelong.encoders.segments import DocumentEncoder
+from lifelong.memory import EpisodicMemory
 
 VOCAB = 22
 
@@ -98,7 +100,15 @@ def test_memory_is_fifo_bounded_and_evicts_the_oldest_first():
         expected = torch.cat(written, dim=2)[:, :, -10:]  # newest 10 keys, oldest first
         for row, sample in enumerate(memory.samples):
             torch.testing.assert_close(sample.keys, expected[row], atol=1e-6, rtol=0)
-            assert all(index.ntotal == sample.size for index in sample.indexes)
+            # the store of each head is the project's episodic memory, slots = positions
+            assert all(isinstance(store, EpisodicMemory) for store in sample.stores)
+            assert all(len(store) == sample.size for store in sample.stores)
+            if sample.size:
+                head0 = sample.stores[0]
+                np.testing.assert_allclose(head0.keys[:, :-1], sample.keys[0].numpy())
+                query = np.pad(sample.keys[0, -1:].numpy(), ((0, 0), (0, 1)))
+                _, slots = head0.nearest(query, 1)
+                assert slots[0, 0] == sample.size - 1  # a stored key finds itself
             assert sample.values.shape == (2, sample.size, 8)
 
 
