@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -317,37 +316,25 @@ def bits(nats: float) -> float:
     return nats / math.log(2)
 
 
-@contextmanager
-def saved_tensor_bytes() -> Iterator[list[int]]:
-    """Count the bytes autograd saves for backward inside the block (activation memory)."""
-    counter = [0]
-    seen: set[int] = set()
-
-    def pack(tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        key = storage.data_ptr()
-        if key not in seen:
-            seen.add(key)
-            counter[0] += storage.nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        yield counter
-
-
 def training_memory(model: CausalLM, settings: TrainSettings, device: torch.device) -> int:
     """Bytes one training step holds.
 
     Parameters, gradients and AdamW's two moments (4 copies of every trainable parameter) plus
-    the activations the step saves for backward (`saved_tensor_bytes`).
+    the peak of the activations the step saves for backward
+    (`lifelong.encoders.profiling.peak_saved_bytes`, parameters excluded).
     """
+    from lifelong.encoders.profiling import peak_saved_bytes
+
     params = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
     x = torch.zeros(settings.batch_size, settings.window, dtype=torch.long, device=device)
     model.to(device).train()
-    with saved_tensor_bytes() as counter:
-        loss = lm_loss(model(x), x)
-    del loss
-    return 4 * params + counter[0]
+
+    def step() -> None:
+        lm_loss(model(x), x).backward()
+
+    _, saved = peak_saved_bytes(step, exclude=model.parameters())
+    model.zero_grad(set_to_none=True)
+    return 4 * params + saved
 
 
 __all__ = [
