@@ -8,7 +8,9 @@ the module's memory; ``transformer`` reads each segment on its own (no memory) a
 model plus a datastore over the training text (`lifelong.lm.knn_lm`): its gain over
 ``transformer`` is the datastore's alone. Its k and λ are chosen on the first half of the
 validation text; every row also reports the second half (``heldout_bpc``), where the two
-compare on text neither tuned on.
+compare on text neither tuned on. ``spalm`` is a Transformer-XL with SPALM's gated long-term
+memory over that same datastore (keys from the frozen ``transformer`` row's model:
+`lifelong.lm.spalm`); its row adds the gate's distribution over the validation tokens.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import build_memory_module
 from lifelong.files import atomic_write_text
-from lifelong.lm.flags import FULL_ATTENTION, KNN_LM, check_modules
+from lifelong.lm.flags import FULL_ATTENTION, KNN_LM, SPALM, check_modules
 from lifelong.lm.text import (
     CausalLM,
     Corpus,
@@ -39,6 +42,7 @@ from lifelong.lm.text import (
     train_lm,
     training_memory,
 )
+from lifelong.memory import EpisodicMemory
 
 
 @dataclass(frozen=True)
@@ -154,13 +158,17 @@ def _row(
 
 
 def _knn_row(
-    model: CausalLM, base: Row, corpus: Corpus, settings: BenchSettings, device: torch.device
+    model: CausalLM,
+    store: EpisodicMemory,
+    base: Row,
+    corpus: Corpus,
+    settings: BenchSettings,
+    device: torch.device,
 ) -> Row:
-    from lifelong.lm.knn_lm import KNNLM, build_datastore
+    from lifelong.lm.knn_lm import KNNLM
 
     start = time.perf_counter()
     window, batch = settings.window, settings.eval_batch_size
-    store = build_datastore(model, corpus.train, window, batch_size=batch, device=device)
     knn = KNNLM(model, store)
     tune, held = _halves(corpus)
     losses = knn.tune(tune, window, batch_size=batch)
@@ -182,8 +190,75 @@ def _knn_row(
             "k": knn.k,
             "lambda": knn.lam,
             "tuned_bpc": bits(losses[(knn.k, knn.lam)]),
-            "search_seconds_per_token_ratio": base.eval_tokens_per_s / rate,
+            "eval_cost_vs_lm": base.eval_tokens_per_s / rate,
             "index": store.index_choice.describe() if store.index_choice else None,
+        },
+    )
+
+
+SPALM_NEIGHBOURS = 4
+"""K, the long-term-memory tokens per position (our choice; the memory survey gives none)."""
+
+
+def _spalm_row(
+    frozen: CausalLM,
+    store: EpisodicMemory,
+    corpus: Corpus,
+    settings: BenchSettings,
+    device: torch.device,
+    seed: int,
+    progress: Callable[[str, int, int], None] | None,
+) -> Row:
+    from lifelong.lm.spalm import SemiparametricLM, gate_histogram, neighbour_table
+
+    start = time.perf_counter()
+    window, batch, k = settings.window, settings.eval_batch_size, SPALM_NEIGHBOURS
+    train = neighbour_table(frozen, store, corpus.train, window, k, exclude_own=True)
+    val = neighbour_table(frozen, store, corpus.val, window, k, exclude_own=False)
+    model = SemiparametricLM(build_lm("transformer-xl", corpus.vocab.size, settings, seed))
+
+    def train_logits(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
+        return m(x, *train.rows(starts, x.shape[1]))[0]
+
+    def step(i: int, loss: float) -> None:
+        if progress is not None:
+            progress(SPALM, i + 1, settings.train.steps)
+
+    trained = train_lm(model, corpus.train, settings.train, seed=seed, device=device,
+                       on_step=step, logits=train_logits)  # fmt: skip
+    gates: list[torch.Tensor] = []
+
+    def val_log_probs(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
+        logits, gate = m(x, *val.rows(starts, x.shape[1]))
+        gates.append(gate.flatten().cpu())
+        return torch.log_softmax(logits.float(), -1)
+
+    nats, rate = evaluate_lm(model, corpus.val, window, batch_size=batch, device=device,
+                             log_probs=val_log_probs)  # fmt: skip
+    all_gates = torch.cat(gates)
+    middle = len(corpus.val) // 2  # the second half's starts count from here in ``val``
+
+    def held_log_probs(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
+        return torch.log_softmax(m(x, *val.rows(starts + middle, x.shape[1]))[0].float(), -1)
+
+    held_nats, _ = evaluate_lm(model, _halves(corpus)[1], window, batch_size=batch,
+                               device=device, log_probs=held_log_probs)  # fmt: skip
+    return Row(
+        module=SPALM,
+        params=sum(p.numel() for p in model.parameters()),
+        val_bpc=bits(nats),
+        heldout_bpc=bits(held_nats),
+        train_tokens_per_s=trained.tokens_per_second,
+        eval_tokens_per_s=rate,
+        memory_mb=training_memory(model, settings.train, device, train_logits) / 2**20,
+        datastore=len(store),
+        final_train_loss=float(np.mean(trained.losses[-50:])),
+        seconds=time.perf_counter() - start,
+        extra={
+            "k": k,
+            "gate_mean": float(all_gates.mean()),
+            "gate_below_half": float((all_gates < 0.5).float().mean()),
+            "gate_histogram": gate_histogram(all_gates),
         },
     )
 
@@ -199,12 +274,29 @@ def run_bench(
     on_row: Callable[[Row], None] | None = None,
 ) -> list[Row]:
     """Train and measure each module (``knn-lm`` reuses the ``transformer`` row's model)."""
+    from lifelong.lm.knn_lm import build_datastore
+
     device = torch.device(device)
     built: dict[str, Row] = {}
     models: dict[str, CausalLM] = {}
+    stores: list[EpisodicMemory] = []
+
+    def datastore() -> EpisodicMemory:  # over the training text, keys from `transformer`
+        if not stores:
+            model, batch = models["transformer"], settings.eval_batch_size
+            store = build_datastore(
+                model, corpus.train, settings.window, batch_size=batch, device=device
+            )
+            stores.append(store)
+        return stores[0]
+
     for name in _ordered(modules):
         if name == KNN_LM:
-            row = _knn_row(models["transformer"], built["transformer"], corpus, settings, device)
+            row = _knn_row(models["transformer"], datastore(), built["transformer"], corpus,
+                           settings, device)  # fmt: skip
+        elif name == SPALM:
+            row = _spalm_row(models["transformer"], datastore(), corpus, settings, device, seed,
+                             progress)  # fmt: skip
         else:
             models[name] = build_lm(name, corpus.vocab.size, settings, seed)
             row = _row(name, models[name], corpus, settings, device, seed, progress)
@@ -215,12 +307,10 @@ def run_bench(
 
 
 def _ordered(modules: Sequence[str]) -> list[str]:
+    """Run order: ``transformer`` first when a datastore needs its model, the others as given."""
     names = list(dict.fromkeys(modules))
-    if KNN_LM in names and "transformer" not in names:
-        names.insert(names.index(KNN_LM), "transformer")
-    if KNN_LM in names and names.index(KNN_LM) < names.index("transformer"):
-        names.remove(KNN_LM)
-        names.insert(names.index("transformer") + 1, KNN_LM)
+    if {KNN_LM, SPALM} & set(names):
+        names = ["transformer", *(n for n in names if n != "transformer")]
     return names
 
 

@@ -14,7 +14,10 @@ FULL_ATTENTION = "full-attention"
 KNN_LM = "knn-lm"
 """The ``transformer`` row's trained model plus a kNN-LM datastore."""
 
-LM_MODULES = (*MEMORY_FAMILIES, FULL_ATTENTION, KNN_LM)
+SPALM = "spalm"
+"""Transformer-XL plus the gated long-term memory over the ``transformer`` row's datastore."""
+
+LM_MODULES = (*MEMORY_FAMILIES, FULL_ATTENTION, KNN_LM, SPALM)
 """Every name ``--modules`` takes."""
 
 DEFAULT_CORPUS = (
@@ -49,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--modules",
-        default=f"transformer,{FULL_ATTENTION},{KNN_LM}",
+        default=f"transformer,{FULL_ATTENTION},{KNN_LM},transformer-xl,{SPALM}",
         help=f"comma-separated, of: {', '.join(LM_MODULES)}",
     )
     parser.add_argument("--steps", type=int, default=2000, help="training steps per module")

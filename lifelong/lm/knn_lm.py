@@ -63,7 +63,7 @@ def context_vectors(model: CausalLM) -> Iterator[list[torch.Tensor]]:
         handle.remove()
 
 
-def _keys_and_logits(model: CausalLM, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def keys_and_logits(model: CausalLM, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Context vectors (b, T, d) and next-character logits (b, T, V) of a window batch."""
     with context_vectors(model) as captured:
         logits = model(x)
@@ -94,8 +94,8 @@ def build_datastore(
     """
     model.to(device).eval()
     memory = EpisodicMemory(model.module.hidden_size, index=index, device=device)
-    for x, y in whole_windows(data, window, batch_size):
-        keys, _ = _keys_and_logits(model, x.to(device))
+    for x, y, _ in whole_windows(data, window, batch_size):
+        keys, _ = keys_and_logits(model, x.to(device))
         tokens = y.reshape(-1, 1).numpy().astype(np.int32)
         memory.write(
             ExampleRecords.build(token=tokens),
@@ -167,9 +167,11 @@ class KNNLM:
         self.k, self.lam, self.temperature = k, lam, temperature
 
     @torch.no_grad()
-    def log_probs(self, model: CausalLM, x: torch.Tensor) -> torch.Tensor:
+    def log_probs(
+        self, model: CausalLM, x: torch.Tensor, starts: np.ndarray | None = None
+    ) -> torch.Tensor:
         """The mixture's log p(y | x) for a window batch (b, T) -> (b, T, V), float64."""
-        keys, logits = _keys_and_logits(model, x)
+        keys, logits = keys_and_logits(model, x)
         b, t, vocab = logits.shape
         found = neighbours(self.memory, keys.reshape(b * t, -1), self.k)
         p_knn = knn_distribution(found, vocab, self.temperature)
@@ -194,8 +196,8 @@ class KNNLM:
         k_max = min(max(ks), len(self.memory))
         totals = {(k, lam): 0.0 for k in ks for lam in lams}
         count = 0
-        for x, y in whole_windows(data, window, batch_size):
-            keys, logits = _keys_and_logits(self.model, x)
+        for x, y, _ in whole_windows(data, window, batch_size):
+            keys, logits = keys_and_logits(self.model, x)
             b, t, vocab = logits.shape
             found = neighbours(self.memory, keys.reshape(b * t, -1), k_max)
             log_p_lm = torch.log_softmax(logits.float(), -1).reshape(b * t, vocab)
@@ -218,6 +220,7 @@ __all__ = [
     "build_datastore",
     "context_vectors",
     "interpolate",
+    "keys_and_logits",
     "key_block",
     "knn_distribution",
     "neighbours",

@@ -106,23 +106,35 @@ def load_corpus(
 
 def random_windows(
     data: np.ndarray, batch: int, length: int, generator: np.random.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random windows (nanoGPT's ``get_batch``): inputs, next-character targets (b, length)."""
+) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """Random windows (nanoGPT's ``get_batch``).
+
+    Returns:
+        Inputs and next-character targets (b, length), and each window's start in ``data``
+        (b,) (a model reading per-position side inputs, e.g. SPALM's neighbours, needs it).
+
+    """
     if len(data) <= length:
         raise ValueError(f"a window of {length} needs more than {len(data)} characters")
     starts = generator.integers(0, len(data) - length, size=batch)
     x = np.stack([data[s : s + length] for s in starts])
     y = np.stack([data[s + 1 : s + 1 + length] for s in starts])
-    return torch.from_numpy(x), torch.from_numpy(y)
+    return torch.from_numpy(x), torch.from_numpy(y), starts
 
 
-def whole_windows(data: np.ndarray, length: int, batch: int) -> Iterator[tuple[torch.Tensor, ...]]:
-    """Every non-overlapping window of ``data`` (the tail shorter than a window is left out)."""
+def whole_windows(
+    data: np.ndarray, length: int, batch: int
+) -> Iterator[tuple[torch.Tensor, torch.Tensor, np.ndarray]]:
+    """Every non-overlapping window of ``data`` (the tail shorter than a window is left out).
+
+    Yields inputs and targets (b, length) and the windows' starts in ``data`` (b,).
+    """
     count = (len(data) - 1) // length
     x = torch.from_numpy(data[: count * length].reshape(count, length))
     y = torch.from_numpy(data[1 : count * length + 1].reshape(count, length))
-    for start in range(0, count, batch):
-        yield x[start : start + batch], y[start : start + batch]
+    for first in range(0, count, batch):
+        rows = np.arange(first, min(first + batch, count))
+        yield x[first : first + batch], y[first : first + batch], rows * length
 
 
 class CausalLM(nn.Module):
@@ -233,15 +245,28 @@ class TrainResult:
 
 
 def train_lm(
-    model: CausalLM,
+    model: nn.Module,
     data: np.ndarray,
     settings: TrainSettings,
     *,
     seed: int = 0,
     device: torch.device | str = "cpu",
     on_step: Callable[[int, float], None] | None = None,
+    logits: Callable[[nn.Module, torch.Tensor, np.ndarray], torch.Tensor] | None = None,
 ) -> TrainResult:
-    """Train on random windows of ``data`` (see the module docstring for the recipe)."""
+    """Train on random windows of ``data`` (see the module docstring for the recipe).
+
+    Args:
+        model: The LM (any module whose parameters ``logits`` trains).
+        data: Training ids.
+        settings: The budget.
+        seed: Seeds the windows.
+        device: Where to train.
+        on_step: Called with (step, loss) after each step.
+        logits: Next-character logits (b, T, V) of a window batch and its starts; default
+            ``model(x)``.
+
+    """
     from lifelong.encoders.pkm import sparse_parameters
 
     device = torch.device(device)
@@ -256,8 +281,9 @@ def train_lm(
         lr = learning_rate(step, settings.lr, settings.lr / 10, settings.warmup, settings.steps)
         for group in optimiser.param_groups:
             group["lr"] = lr
-        x, y = random_windows(data, settings.batch_size, settings.window, generator)
-        loss = lm_loss(model(x.to(device)), y.to(device))
+        x, y, starts = random_windows(data, settings.batch_size, settings.window, generator)
+        x = x.to(device)
+        loss = lm_loss(model(x) if logits is None else logits(model, x, starts), y.to(device))
         optimiser.zero_grad(set_to_none=True)
         if sparse_optimiser is not None:
             sparse_optimiser.zero_grad(set_to_none=True)
@@ -280,13 +306,13 @@ def train_lm(
 
 @torch.no_grad()
 def evaluate_lm(
-    model: CausalLM,
+    model: nn.Module,
     data: np.ndarray,
     window: int,
     *,
     batch_size: int = 64,
     device: torch.device | str = "cpu",
-    log_probs: Callable[[CausalLM, torch.Tensor], torch.Tensor] | None = None,
+    log_probs: Callable[[nn.Module, torch.Tensor, np.ndarray], torch.Tensor] | None = None,
 ) -> tuple[float, float]:
     """Mean nats per character over every whole window of ``data``, and tokens per second.
 
@@ -296,16 +322,19 @@ def evaluate_lm(
         window: Characters per window (the training window).
         batch_size: Windows per forward pass.
         device: Where to compute.
-        log_probs: Next-character log-probabilities (b, T, V) of a window batch; default:
-            the model's own (kNN-LM passes its mixture).
+        log_probs: Next-character log-probabilities (b, T, V) of a window batch and its
+            starts in ``data``; default: the model's own (kNN-LM passes its mixture).
 
     """
     model.to(device).eval()
     total, count = 0.0, 0
     start = time.perf_counter()
-    for x, y in whole_windows(data, window, batch_size):
+    for x, y, starts in whole_windows(data, window, batch_size):
         x, y = x.to(device), y.to(device)
-        logp = torch.log_softmax(model(x).float(), -1) if log_probs is None else log_probs(model, x)
+        if log_probs is None:
+            logp = torch.log_softmax(model(x).float(), -1)
+        else:
+            logp = log_probs(model, x, starts)
         total += float(-logp.gather(-1, y[..., None]).sum())
         count += y.numel()
     return total / count, count / (time.perf_counter() - start)
@@ -316,7 +345,12 @@ def bits(nats: float) -> float:
     return nats / math.log(2)
 
 
-def training_memory(model: CausalLM, settings: TrainSettings, device: torch.device) -> int:
+def training_memory(
+    model: nn.Module,
+    settings: TrainSettings,
+    device: torch.device,
+    logits: Callable[[nn.Module, torch.Tensor, np.ndarray], torch.Tensor] | None = None,
+) -> int:
     """Bytes one training step holds.
 
     Parameters, gradients and AdamW's two moments (4 copies of every trainable parameter) plus
@@ -329,8 +363,10 @@ def training_memory(model: CausalLM, settings: TrainSettings, device: torch.devi
     x = torch.zeros(settings.batch_size, settings.window, dtype=torch.long, device=device)
     model.to(device).train()
 
+    starts = np.zeros(settings.batch_size, dtype=np.int64)
+
     def step() -> None:
-        lm_loss(model(x), x).backward()
+        lm_loss(model(x) if logits is None else logits(model, x, starts), x).backward()
 
     _, saved = peak_saved_bytes(step, exclude=model.parameters())
     model.zero_grad(set_to_none=True)

@@ -22,19 +22,24 @@ def lm(corpus, *flags):
 
 def test_rows_for_every_module_kind_and_the_json(corpus, tmp_path, capsys):
     out = tmp_path / "lm.json"
-    flags = ["--modules", "knn-lm,memsizer,full-attention", "--segments", "2", "--json", str(out)]
+    modules = "knn-lm,memsizer,full-attention,spalm"
+    flags = ["--modules", modules, "--segments", "2", "--json", str(out)]
     assert lm(corpus, *flags) == 0
     printed = capsys.readouterr().out
     assert "budget: width 16, 1 layers, 2 heads, window 16 = 2 x 8, 3 steps" in printed
     rows = json.loads(out.read_text())["modules"]
-    assert list(rows) == ["knn-lm", "memsizer", "full-attention"]  # as asked, transformer aside
+    assert list(rows) == ["knn-lm", "memsizer", "full-attention", "spalm"]  # transformer aside
     knn = rows["knn-lm"]
     assert knn["datastore"] > 0 and knn["extra"]["k"] in (8, 32, 128, 512)
     assert 0 <= knn["extra"]["lambda"] < 1
+    spalm = rows["spalm"]
+    assert spalm["datastore"] == knn["datastore"]  # one datastore, two readers
+    assert sum(spalm["extra"]["gate_histogram"]) == pytest.approx(1.0)
+    assert 0 <= spalm["extra"]["gate_below_half"] <= 1
     for row in rows.values():
         assert row["val_bpc"] > 0 and row["params"] > 0 and row["memory_mb"] > 0
         assert row["train_tokens_per_s"] > 0 and row["eval_tokens_per_s"] > 0
-    assert "| knn-lm |" in printed and "| memsizer |" in printed
+    assert "| knn-lm |" in printed and "| memsizer |" in printed and "| spalm |" in printed
 
 
 @pytest.mark.parametrize(

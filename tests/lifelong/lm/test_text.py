@@ -70,6 +70,8 @@ def test_windows_cover_the_data_in_order():
     x = torch.cat([w[0] for w in windows])
     y = torch.cat([w[1] for w in windows])
     assert x.shape == (4, 5) and torch.equal(y, x + 1)
+    starts = np.concatenate([w[2] for w in windows])
+    assert starts.tolist() == [0, 5, 10, 15] and torch.equal(x[:, 0], torch.from_numpy(starts))
 
 
 def test_a_few_steps_lower_the_loss_and_memory_is_measured():
