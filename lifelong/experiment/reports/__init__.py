@@ -55,6 +55,7 @@ from lifelong.experiment.reports.stats import (
     summary_table,
 )
 from lifelong.experiment.reports.tables import (
+    COST_METRICS,
     DEFAULT_METRICS,
     FORMATS,
     FORMATTERS,
@@ -72,6 +73,7 @@ ReportError = RunDirError
 
 __all__ = [
     "Comparison",
+    "COST_METRICS",
     "DEFAULT_METRICS",
     "FORMATS",
     "FORMATTERS",
@@ -147,7 +149,7 @@ def _markdown_report(
 ) -> str:
     text = f"# Forgetting and transfer\n\n{len(records)} finished runs.\n\n{to_markdown(table)}"
     metrics = tuple(dict.fromkeys(table.index.get_level_values("metric")))
-    text += "\n" + summary_markdown(summary_table(records, metrics))
+    text += "\n" + summary_markdown(summary_table(records, (*metrics, *COST_METRICS)))
     pairs = pairwise_table(records)
     if len(pairs):
         text += "\n" + pairwise_markdown(pairs)

@@ -29,12 +29,18 @@ log = logging.getLogger(__name__)
 DEFAULT_METRICS = ("pooled_accuracy", "average_accuracy", "bwt", "fwt", "forgetting")
 """The metrics `report_table` reports unless told otherwise (keys of ``metrics.json``)."""
 
+COST_METRICS = ("memory_examples", "minutes")
+"""What a run cost, beside its metrics in the summary: examples in memory at the end and wall
+minutes (``minutes`` is ``metrics.json``'s ``seconds`` / 60, summed over resumed sittings)."""
+
 METRIC_LABELS = {
     "pooled_accuracy": "pooled accuracy",
     "average_accuracy": "average accuracy",
     "bwt": "BWT",
     "fwt": "FWT",
     "forgetting": "forgetting",
+    "memory_examples": "memory (examples)",
+    "minutes": "minutes per run",
 }
 """Human labels of metric keys; any other key is printed as it is."""
 
@@ -110,6 +116,9 @@ def _group(records: Iterable[RunRecord], key: Callable[[RunRecord], _K]) -> dict
 
 
 def _metric(record: RunRecord, key: str) -> float | None:
+    if key == "minutes" and "minutes" not in record.metrics:
+        seconds = _metric(record, "seconds")
+        return None if seconds is None else seconds / 60
     value: Any = record.metrics
     for part in key.split("."):
         if not isinstance(value, dict) or part not in value:
