@@ -308,9 +308,16 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         "confidence interval and whether it excludes zero (writes no files)",
     )
     parser.add_argument(
+        "--claims",
+        choices=("text", "fewrel"),
+        help="judge every ordering the papers claim on this stream (e.g. REPLAY > SEQ): holds, "
+        "reversed or not resolved by the paired 95%% interval (writes no files)",
+    )
+    parser.add_argument(
         "--metric",
         default="average_accuracy",
-        help="the metric --compare compares (a metrics.json key; default average_accuracy)",
+        help="the metric --compare and --claims compare (a metrics.json key; default "
+        "average_accuracy)",
     )
     parser.add_argument(
         "--method",

@@ -176,6 +176,12 @@ def command(args: argparse.Namespace) -> int:
     records = as_records(runs)
     if args.compare:
         return _compare_command(records, args)
+    if getattr(args, "claims", None):
+        from lifelong.experiment.reports.claims import claims_markdown, judge
+
+        judged = judge(records, args.claims, args.metric, method=args.method)
+        print(claims_markdown(judged, args.claims), end="")
+        return 0
     table = report_table(records)
     written = _write_report(records, table, out_dir, plots=not args.no_plots)
     print(FORMATTERS[args.format](table), end="")

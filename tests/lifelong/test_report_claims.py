@@ -1,0 +1,53 @@
+"""The papers' claimed orderings, judged by paired intervals on runs."""
+
+import argparse
+
+import pytest
+
+from lifelong.experiment.cli import add_report_arguments
+from lifelong.experiment.reports import command
+from lifelong.experiment.reports.claims import CHAINS, Claim, claims, judge
+from lifelong.experiment.rundir import find_runs
+from tests.lifelong.test_reports import make_run
+
+
+def test_a_chain_claims_every_pair_it_orders():
+    fewrel = claims("fewrel")
+    assert Claim("oml-er", "anml-er", "≈") in fewrel
+    assert Claim("mtl", "seq", ">") in fewrel and Claim("replay", "agem", ">") in fewrel
+    n = sum(len(g) for g in CHAINS["fewrel"])
+    assert len(fewrel) == n * (n - 1) // 2  # every pair once
+    assert Claim("mbpa++", "agem", ">") in claims("text")
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """replay beats seq clearly; agem sits below replay; mtl ties replay."""
+    for order in ("i", "ii"):
+        for seed in (0, 1):
+            base = 20.0 + 2 * seed + (3 if order == "ii" else 0)
+            make_run(tmp_path / f"seq_{order}_{seed}", "seq", order, seed, base)
+            make_run(tmp_path / f"replay_{order}_{seed}", "replay", order, seed, base + 30 + seed)
+            make_run(tmp_path / f"agem_{order}_{seed}", "agem", order, seed, base + 10 + seed)
+            tie = base + 30 + (1.0 if seed else -1.0)
+            make_run(tmp_path / f"mtl_{order}_{seed}", "mtl", order, seed, tie)
+    return tmp_path
+
+
+def test_verdicts_follow_the_intervals(runs):
+    judged = {str(j.claim): j.verdict for j in judge(find_runs([runs]), "text")}
+    assert judged["replay > seq"] == "holds"
+    assert judged["agem > replay"] == "reversed"
+    assert judged["mtl > replay"] == "not resolved"
+    assert judged["oml-er ≈ anml-er"] == "not run" and judged["mtl > meta-mbpa"] == "not run"
+
+
+def test_report_claims_prints_one_row_per_claim(runs, capsys):
+    parser = argparse.ArgumentParser()
+    add_report_arguments(parser)
+    assert command(parser.parse_args([str(runs), "--claims", "text"])) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| claim (text) | a − b | 95% CI | paired runs | verdict |")
+    row = next(line for line in out.splitlines() if line.startswith("| replay > seq |"))
+    assert row.endswith("| 4 | holds |")
+    assert len(out.strip().splitlines()) == 2 + len(claims("text"))
