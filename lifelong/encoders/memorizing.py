@@ -63,13 +63,13 @@ def _store(keys: torch.Tensor) -> EpisodicMemory:
     2 q·k, smallest where q·k is largest (Bachrach et al., 2014). The module's keys are unit
     vectors, so the extra coordinate is 0 for them.
     """
-    keys = keys.detach().float().cpu()
+    keys = keys.detach().float().cpu().numpy()  # (n, d_h)
     memory = EpisodicMemory(keys.shape[-1] + 1, device="cpu")
     if keys.shape[0]:
-        norms = keys.square().sum(-1)  # (n,)
-        extra = (norms.max() - norms).clamp(min=0.0).sqrt()[:, None]  # (n, 1)
+        norms = np.einsum("nd,nd->n", keys, keys)  # (n,)
+        extra = np.sqrt(np.maximum(norms.max() - norms, 0.0))[:, None]  # (n, 1)
         positions = np.arange(keys.shape[0], dtype=np.int32)[:, None]
-        memory.write(ExampleRecords.build(position=positions), torch.cat([keys, extra], 1).numpy())
+        memory.write(ExampleRecords.build(position=positions), np.hstack([keys, extra]))
     return memory
 
 

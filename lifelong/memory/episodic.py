@@ -195,7 +195,9 @@ class EpisodicMemory:
                 f"keys must have shape ({len(plan.indices)}, {self.key_dim}), "
                 f"got {chosen_keys.shape}"
             )
-        self._store(plan.slots, examples.select(plan.indices), chosen_keys)
+        everything = len(plan.indices) == n and bool((plan.indices == np.arange(n)).all())
+        self._store(plan.slots, examples if everything else examples.select(plan.indices),
+                    chosen_keys)  # fmt: skip
         return plan.slots
 
     def _store(self, slots: np.ndarray, examples: ExampleRecords, keys: np.ndarray) -> None:

@@ -37,10 +37,12 @@ class ExampleRecords:
 
     @classmethod
     def build(cls, **fields: Iterable[Sequence[int] | np.ndarray]) -> ExampleRecords:
-        """Records from per-example integer sequences, one keyword per field."""
-        return cls(
-            {k: tuple(np.asarray(r, dtype=INT).reshape(-1) for r in v) for k, v in fields.items()}
-        )
+        """Records from per-example integer sequences, one keyword per field.
+
+        A field given as a 2-D array (one row per example, e.g. kNN-LM's next tokens) is
+        converted once and split into row views, not converted row by row.
+        """
+        return cls({k: _rows(v) for k, v in fields.items()})
 
     def __len__(self) -> int:
         return len(next(iter(self.fields.values()))) if self.fields else 0
@@ -64,6 +66,13 @@ class ExampleRecords:
     def only(self, names: Sequence[str]) -> ExampleRecords:
         """The same examples with only the fields ``names`` (what memory stores)."""
         return ExampleRecords({k: self[k] for k in names})
+
+
+def _rows(values: Iterable[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, ...]:
+    """One 1-d int32 array per example."""
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        return tuple(np.ascontiguousarray(values, dtype=INT))
+    return tuple(np.asarray(r, dtype=INT).reshape(-1) for r in values)
 
 
 class RaggedStore:
@@ -96,7 +105,8 @@ class RaggedStore:
         if total:  # one copy for all rows (a loop per row cost ~1 µs each)
             self.values[self.used : self.used + total] = np.concatenate(rows)
         starts = self.used + np.cumsum(lengths) - lengths
-        if len(np.unique(slots)) != len(slots):  # a slot written twice: the last row wins
+        repeated = len(slots) > 1 and not bool((np.diff(slots) > 0).all())  # unsorted: check
+        if repeated and len(np.unique(slots)) != len(slots):  # written twice: the last row wins
             last = len(slots) - 1 - np.unique(slots[::-1], return_index=True)[1]
             slots, starts, lengths = slots[last], starts[last], lengths[last]
         self.start[slots], self.length[slots] = starts, lengths
