@@ -68,6 +68,10 @@ class BenchSettings:
     train: TrainSettings = field(default_factory=TrainSettings)
     eval_batch_size: int = 64
 
+    def __post_init__(self) -> None:
+        # one source of truth for the window: the training settings take the segments' one
+        object.__setattr__(self, "train", replace(self.train, window=self.window))
+
     @property
     def window(self) -> int:
         """Characters per training and evaluation window."""
@@ -111,39 +115,64 @@ def build_lm(name: str, vocab: int, settings: BenchSettings, seed: int) -> Causa
         return CausalLM(module, segment)
 
 
+def _middle(corpus: Corpus) -> int:
+    """Where the validation text's held-out second half starts."""
+    return len(corpus.val) // 2
+
+
 def _halves(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
     """The validation text's first half (kNN-LM tunes on it) and second half (held out)."""
-    middle = len(corpus.val) // 2
+    middle = _middle(corpus)
     return corpus.val[: middle + 1], corpus.val[middle:]
 
 
-def _row(
+LogProbs = Callable[[nn.Module, torch.Tensor, np.ndarray], torch.Tensor]
+"""Next-character log-probabilities of a window batch given its starts in the scored text."""
+
+
+def _trained_row(
     name: str,
-    model: CausalLM,
+    model: nn.Module,
     corpus: Corpus,
     settings: BenchSettings,
     device: torch.device,
     seed: int,
     progress: Callable[[str, int, int], None] | None,
+    *,
+    logits: LogProbs | None = None,
+    log_probs_at: Callable[[int], LogProbs] | None = None,
 ) -> Row:
+    """Train ``model``, then score the validation text and its held-out second half.
+
+    Args:
+        name: The row's module name.
+        model: A fresh model.
+        corpus: The text.
+        settings: The budget.
+        device: Where to train and score.
+        seed: Seeds the training windows.
+        progress: Called with (name, step, steps) after each step.
+        logits: The training logits of a window batch (`train_lm`); default ``model(x)``.
+        log_probs_at: Given where the scored text starts in the validation text (0 or the
+            held-out half's start), the scorer of its windows; default the model's own.
+
+    """
     start = time.perf_counter()
-    memory = training_memory(model, settings.train, device)
+    memory = training_memory(model, settings.train, device, logits)
 
     def step(i: int, loss: float) -> None:
         if progress is not None:
             progress(name, i + 1, settings.train.steps)
 
-    trained = train_lm(model, corpus.train, settings.train, seed=seed, device=device, on_step=step)
-    val, eval_rate = evaluate_lm(
-        model, corpus.val, settings.window, batch_size=settings.eval_batch_size, device=device
-    )
-    held, _ = evaluate_lm(
-        model,
-        _halves(corpus)[1],
-        settings.window,
-        batch_size=settings.eval_batch_size,
-        device=device,
-    )
+    trained = train_lm(model, corpus.train, settings.train, seed=seed, device=device,
+                       on_step=step, logits=logits)  # fmt: skip
+    scores = []
+    for offset in (0, _middle(corpus)):
+        scorer = None if log_probs_at is None else log_probs_at(offset)
+        scores.append(evaluate_lm(model, corpus.val[offset:], settings.window,
+                                  batch_size=settings.eval_batch_size, device=device,
+                                  log_probs=scorer))  # fmt: skip
+    (val, eval_rate), (held, _) = scores
     return Row(
         module=name,
         params=sum(p.numel() for p in model.parameters()),
@@ -212,7 +241,7 @@ def _spalm_row(
     from lifelong.lm.spalm import SemiparametricLM, gate_histogram, neighbour_table
 
     start = time.perf_counter()
-    window, batch, k = settings.window, settings.eval_batch_size, SPALM_NEIGHBOURS
+    window, k = settings.window, SPALM_NEIGHBOURS
     train = neighbour_table(frozen, store, corpus.train, window, k, exclude_own=True)
     val = neighbour_table(frozen, store, corpus.val, window, k, exclude_own=False)
     model = SemiparametricLM(build_lm("transformer-xl", corpus.vocab.size, settings, seed))
@@ -220,39 +249,23 @@ def _spalm_row(
     def train_logits(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
         return m(x, *train.rows(starts, x.shape[1]))[0]
 
-    def step(i: int, loss: float) -> None:
-        if progress is not None:
-            progress(SPALM, i + 1, settings.train.steps)
+    gates: list[torch.Tensor] = []  # g_t over the whole validation text
 
-    trained = train_lm(model, corpus.train, settings.train, seed=seed, device=device,
-                       on_step=step, logits=train_logits)  # fmt: skip
-    gates: list[torch.Tensor] = []
+    def log_probs_at(offset: int) -> LogProbs:
+        def log_probs(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
+            logits, gate = m(x, *val.rows(starts + offset, x.shape[1]))
+            if offset == 0:
+                gates.append(gate.flatten().cpu())
+            return torch.log_softmax(logits.float(), -1)
 
-    def val_log_probs(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
-        logits, gate = m(x, *val.rows(starts, x.shape[1]))
-        gates.append(gate.flatten().cpu())
-        return torch.log_softmax(logits.float(), -1)
+        return log_probs
 
-    nats, rate = evaluate_lm(model, corpus.val, window, batch_size=batch, device=device,
-                             log_probs=val_log_probs)  # fmt: skip
+    row = _trained_row(SPALM, model, corpus, settings, device, seed, progress,
+                       logits=train_logits, log_probs_at=log_probs_at)  # fmt: skip
     all_gates = torch.cat(gates)
-    middle = len(corpus.val) // 2  # the second half's starts count from here in ``val``
-
-    def held_log_probs(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
-        return torch.log_softmax(m(x, *val.rows(starts + middle, x.shape[1]))[0].float(), -1)
-
-    held_nats, _ = evaluate_lm(model, _halves(corpus)[1], window, batch_size=batch,
-                               device=device, log_probs=held_log_probs)  # fmt: skip
-    return Row(
-        module=SPALM,
-        params=sum(p.numel() for p in model.parameters()),
-        val_bpc=bits(nats),
-        heldout_bpc=bits(held_nats),
-        train_tokens_per_s=trained.tokens_per_second,
-        eval_tokens_per_s=rate,
-        memory_mb=training_memory(model, settings.train, device, train_logits) / 2**20,
+    return replace(
+        row,
         datastore=len(store),
-        final_train_loss=float(np.mean(trained.losses[-50:])),
         seconds=time.perf_counter() - start,
         extra={
             "k": k,
@@ -299,7 +312,7 @@ def run_bench(
                              progress)  # fmt: skip
         else:
             models[name] = build_lm(name, corpus.vocab.size, settings, seed)
-            row = _row(name, models[name], corpus, settings, device, seed, progress)
+            row = _trained_row(name, models[name], corpus, settings, device, seed, progress)
         built[name] = row
         if name in modules and on_row is not None:
             on_row(row)
@@ -353,10 +366,9 @@ def command(args: argparse.Namespace) -> int:
         raise ValueError(f"--width {args.width} is not divisible by --heads {args.heads}")
     device = resolve_device(args.device)
     corpus = load_corpus(args.corpus)
-    train = TrainSettings(
+    train = TrainSettings(  # the window follows from the segments (BenchSettings)
         steps=args.steps,
         batch_size=args.batch_size,
-        window=args.segments * args.segment_length,
         lr=args.lr,
         warmup=min(100, max(1, args.steps // 20)),
     )

@@ -14,6 +14,7 @@ A memory module reads a window segment by segment, carrying its memory (`CausalL
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -355,21 +356,20 @@ def training_memory(
 
     Parameters, gradients and AdamW's two moments (4 copies of every trainable parameter) plus
     the peak of the activations the step saves for backward
-    (`lifelong.encoders.profiling.peak_saved_bytes`, parameters excluded).
+    (`lifelong.encoders.profiling.peak_saved_bytes`, parameters excluded). The step runs on a
+    copy, so the model's state (batch-norm statistics, gradients) is left as it was.
     """
     from lifelong.encoders.profiling import peak_saved_bytes
 
     params = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    probe = copy.deepcopy(model).to(device).train()
     x = torch.zeros(settings.batch_size, settings.window, dtype=torch.long, device=device)
-    model.to(device).train()
-
     starts = np.zeros(settings.batch_size, dtype=np.int64)
 
     def step() -> None:
-        lm_loss(model(x) if logits is None else logits(model, x, starts), x).backward()
+        lm_loss(probe(x) if logits is None else logits(probe, x, starts), x).backward()
 
-    _, saved = peak_saved_bytes(step, exclude=model.parameters())
-    model.zero_grad(set_to_none=True)
+    _, saved = peak_saved_bytes(step, exclude=probe.parameters())
     return 4 * params + saved
 
 

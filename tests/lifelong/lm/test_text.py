@@ -84,7 +84,14 @@ def test_a_few_steps_lower_the_loss_and_memory_is_measured():
     after, tokens_per_second = evaluate_lm(model, data, 16)
     assert after < before - 1.0 and len(result.losses) == 30 and tokens_per_second > 0
     params = sum(p.numel() for p in model.parameters()) * 4
+    state = {k: v.clone() for k, v in model.state_dict().items()}
     assert training_memory(model, settings, torch.device("cpu")) > 4 * params
+    # measured on a copy: the model is left as it was
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in state.items())
+    pkm = tiny_lm("pkm", vocab=10)  # batch norm: a step in train mode would move its statistics
+    stats = pkm.module.layers[1].memory.query[1].running_mean.clone()
+    training_memory(pkm, settings, torch.device("cpu"))
+    assert torch.equal(pkm.module.layers[1].memory.query[1].running_mean, stats)
 
 
 def test_the_head_is_tied_to_the_input_embedding():
