@@ -6,11 +6,12 @@ per seed). A window of ``segments × segment_length`` characters is read segment
 the module's memory; ``transformer`` reads each segment on its own (no memory) and
 ``full-attention`` the whole window at once. ``knn-lm`` is the ``transformer`` row's trained
 model plus a datastore over the training text (`lifelong.lm.knn_lm`): its gain over
-``transformer`` is the datastore's alone. Its k and λ are chosen on the first half of the
-validation text; every row also reports the second half (``heldout_bpc``), where the two
-compare on text neither tuned on. ``spalm`` is a Transformer-XL with SPALM's gated long-term
-memory over that same datastore (keys from the frozen ``transformer`` row's model:
-`lifelong.lm.spalm`); its row adds the gate's distribution over the validation tokens.
+``transformer`` is the datastore's alone. Every row scores the validation text as two halves
+(``val_bpc`` over both, ``heldout_bpc`` over the second); kNN-LM's k and λ are chosen on the
+first half, so the second is where the two compare on text neither tuned on. ``spalm`` is a
+Transformer-XL with SPALM's gated long-term memory over that same datastore (keys from the
+frozen ``transformer`` row's model: `lifelong.lm.spalm`); its row adds the gate's distribution
+over the validation tokens.
 """
 
 from __future__ import annotations
@@ -121,9 +122,27 @@ def _middle(corpus: Corpus) -> int:
 
 
 def _halves(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
-    """The validation text's first half (kNN-LM tunes on it) and second half (held out)."""
+    """The validation text's first half (kNN-LM tunes on it) and second half (held out).
+
+    Every row scores the validation text as these two halves (whole windows of each), so
+    kNN-LM's tuning pass is also its first-half score and no text is scored twice.
+    """
     middle = _middle(corpus)
     return corpus.val[: middle + 1], corpus.val[middle:]
+
+
+def _whole(data: np.ndarray, window: int) -> int:
+    """Characters `evaluate_lm` scores in ``data``: its whole windows."""
+    return (len(data) - 1) // window * window
+
+
+def _validation(
+    corpus: Corpus, window: int, first: tuple[float, float], held: tuple[float, float]
+) -> tuple[float, float]:
+    """Nats per character over both halves and tokens/s, from each half's (nats, tokens/s)."""
+    n1, n2 = (_whole(half, window) for half in _halves(corpus))
+    nats = (n1 * first[0] + n2 * held[0]) / (n1 + n2)
+    return nats, (n1 + n2) / (n1 / first[1] + n2 / held[1])
 
 
 LogProbs = Callable[[nn.Module, torch.Tensor, np.ndarray], torch.Tensor]
@@ -166,18 +185,17 @@ def _trained_row(
 
     trained = train_lm(model, corpus.train, settings.train, seed=seed, device=device,
                        on_step=step, logits=logits)  # fmt: skip
-    scores = []
-    for offset in (0, _middle(corpus)):
-        scorer = None if log_probs_at is None else log_probs_at(offset)
-        scores.append(evaluate_lm(model, corpus.val[offset:], settings.window,
-                                  batch_size=settings.eval_batch_size, device=device,
-                                  log_probs=scorer))  # fmt: skip
-    (val, eval_rate), (held, _) = scores
+    first, held = (
+        evaluate_lm(model, half, settings.window, batch_size=settings.eval_batch_size,
+                    device=device, log_probs=None if log_probs_at is None else log_probs_at(at))
+        for half, at in zip(_halves(corpus), (0, _middle(corpus)), strict=True)
+    )  # fmt: skip
+    val, eval_rate = _validation(corpus, settings.window, first, held)
     return Row(
         module=name,
         params=sum(p.numel() for p in model.parameters()),
         val_bpc=bits(val),
-        heldout_bpc=bits(held),
+        heldout_bpc=bits(held[0]),
         train_tokens_per_s=trained.tokens_per_second,
         eval_tokens_per_s=eval_rate,
         memory_mb=memory / 2**20,
@@ -200,13 +218,11 @@ def _knn_row(
     window, batch = settings.window, settings.eval_batch_size
     knn = KNNLM(model, store)
     tune, held = _halves(corpus)
-    losses = knn.tune(tune, window, batch_size=batch)
-    val, rate = evaluate_lm(
-        model, corpus.val, window, batch_size=batch, device=device, log_probs=knn.log_probs
-    )
-    held_nats, _ = evaluate_lm(
+    losses = knn.tune(tune, window, batch_size=batch)  # its best pair's loss: the first half's
+    held_nats, rate = evaluate_lm(
         model, held, window, batch_size=batch, device=device, log_probs=knn.log_probs
     )
+    val, _ = _validation(corpus, window, (losses[(knn.k, knn.lam)], rate), (held_nats, rate))
     return replace(
         base,
         module=KNN_LM,
@@ -218,7 +234,6 @@ def _knn_row(
         extra={
             "k": knn.k,
             "lambda": knn.lam,
-            "tuned_bpc": bits(losses[(knn.k, knn.lam)]),
             "eval_cost_vs_lm": base.eval_tokens_per_s / rate,
             "index": store.index_choice.describe() if store.index_choice else None,
         },
@@ -249,13 +264,12 @@ def _spalm_row(
     def train_logits(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
         return m(x, *train.rows(starts, x.shape[1]))[0]
 
-    gates: list[torch.Tensor] = []  # g_t over the whole validation text
+    gates: list[torch.Tensor] = []  # g_t over the validation text scored
 
     def log_probs_at(offset: int) -> LogProbs:
         def log_probs(m: nn.Module, x: torch.Tensor, starts: np.ndarray) -> torch.Tensor:
             logits, gate = m(x, *val.rows(starts + offset, x.shape[1]))
-            if offset == 0:
-                gates.append(gate.flatten().cpu())
+            gates.append(gate.flatten().cpu())
             return torch.log_softmax(logits.float(), -1)
 
         return log_probs
