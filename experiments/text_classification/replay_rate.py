@@ -55,10 +55,17 @@ def table(roots: dict[float, Path]) -> str:
                 row = rows.xs(metric, level=2).iloc[0]
                 cells.append(f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]")
             n = int(rows.xs(METRICS[0], level=2).iloc[0]["n"])
+            every = _replay_every(records, strategy)
             lines.append(
-                f"| {strategy} | {ratio:g} | {round(ratio * 160)} | {' | '.join(cells)} | {n} |"
+                f"| {strategy} | {ratio:g} | {round(ratio * every)} | {' | '.join(cells)} | {n} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _replay_every(records: list, strategy: str) -> int:
+    """The strategy's replay interval in examples, as its runs were configured."""
+    config = next(r.config for r in records if r.strategy == strategy)
+    return int(config["strategy_options"][strategy]["replay_every"])
 
 
 def main() -> None:

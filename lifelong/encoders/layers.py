@@ -204,6 +204,13 @@ class TokenEmbedding(nn.Module):
             x = x + self.positions(torch.arange(t, device=input_ids.device))[None]
         return self.dropout(self.norm(x))
 
+    def at(self, input_ids: torch.Tensor, position: int) -> torch.Tensor:
+        """One token per row (b,) at segment ``position`` -> (b, d): `forward`'s column there."""
+        x = self.words(input_ids)  # (b, d)
+        if self.positions is not None:
+            x = x + self.positions.weight[position]
+        return self.dropout(self.norm(x))
+
 
 class TransformerLayer(nn.Module):
     """Post-LN self-attention + feed-forward layer (the memory-less reference block).

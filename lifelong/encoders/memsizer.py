@@ -190,10 +190,7 @@ class MemSizer(SegmentEncoder):
         The recurrent form of `forward` for a causal module: feeding a segment token by token
         gives the same vectors as one `forward` over it.
         """
-        x = self.embed.words(input_ids)  # (b, d)
-        if self.embed.positions is not None:
-            x = x + self.embed.positions.weight[position]
-        x = self.embed.dropout(self.embed.norm(x))
+        x = self.embed.at(input_ids, position)  # (b, d)
         states = [None] * len(self.layers) if memory is None else list(memory)
         new = []
         for layer, state in zip(self.layers, states, strict=True):

@@ -36,7 +36,9 @@ def test_table_has_a_row_per_strategy_and_rate_with_intervals(replay_rate, tmp_p
     for ratio, shift in ((0.05, 0.0), (0.2, 10.0)):
         root = roots[ratio] = tmp_path / f"replay_rate_{ratio:g}"
         for seed in (0, 1):
-            make_run(root / f"replay_i_s{seed}", "replay", "i", seed, 40.0 + shift + seed)
+            options = {"replay": {"replay_every": 160, "replay_ratio": ratio}}
+            make_run(root / f"replay_i_s{seed}", "replay", "i", seed, 40.0 + shift + seed,
+                     strategy_options=options)  # fmt: skip
     text = replay_rate.table(roots)
     rows = [line for line in text.splitlines() if line.startswith("| replay |")]
     assert rows[0].startswith("| replay | 0.05 | 8 | 40.5 [")
