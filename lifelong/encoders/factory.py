@@ -1,11 +1,12 @@
 """Encoders by run-config name: Hugging Face models and the memory-augmented document encoders.
 
 ``--encoder`` takes a Hugging Face name or path (``minilm``, ``tiny``, ``bert-base-uncased``),
-a memory module family (``transformer-xl``, ``compressive``, ``memformer``, ``infinity-former``,
-``memoria``, ``memorizing``, or ``transformer`` without memory) or Memoria attached to a
-pre-trained BERT (``memoria-minilm``, ``memoria-tiny``). The memory modules are randomly
-initialised with `TEXT_MODULE_SIZES`, read the MiniLM tokenizer's ids, and encode each input
-segment by segment (`DocumentEncoder`, ``segment_length`` tokens per segment).
+a memory module family (`MEMORY_MODULES`, listed by ``lifelong encoders``; ``transformer`` has
+no memory) or a memory attached to a pre-trained BERT (`ON_BERT`: ``memoria-minilm``,
+``rmt-minilm`` and their ``-tiny`` twins). The memory modules are randomly initialised with
+`TEXT_MODULE_SIZES`, read the MiniLM tokenizer's ids, and encode each input segment by
+segment (`DocumentEncoder`, ``segment_length`` tokens per segment, read `DOCUMENT_PASSES`
+times).
 """
 
 from __future__ import annotations
@@ -17,10 +18,18 @@ from torch import nn
 
 from lifelong.encoders.hf import load_encoder, load_tokenizer
 from lifelong.encoders.layers import ModuleConfig
-from lifelong.encoders.memory_modules import MEMORY_MODULES, build_memory_module
+from lifelong.encoders.memory_modules import (
+    DOCUMENT_PASSES,
+    MEMORY_MODULES,
+    STRUCTURE_AWARE,
+    build_memory_module,
+)
 from lifelong.encoders.names import (  # noqa: F401 (re-exported)
     MEMORIA_BERT,
     MINILM,
+    ON_BERT,
+    RMT_BERT,
+    RMT_BERT_SLOTS,
     EncoderError,
     check_encoder_name,
 )
@@ -32,13 +41,13 @@ TEXT_MODULE_SIZES = ModuleConfig(d_model=128, heads=4, layers=2, ffn=256, dropou
 
 def is_memory_encoder(name: str) -> bool:
     """Whether ``name`` is a memory-augmented document encoder (not a plain HF model)."""
-    return name in MEMORY_MODULES or name in MEMORIA_BERT
+    return name in MEMORY_MODULES or name in ON_BERT
 
 
 def tokenizer_name(name: str) -> str:
     """The tokenizer an encoder name reads: the MiniLM one for the memory modules."""
-    if name in MEMORIA_BERT:
-        return MEMORIA_BERT[name]
+    if name in ON_BERT:
+        return ON_BERT[name]
     return MINILM if name in MEMORY_MODULES else name
 
 
@@ -48,7 +57,7 @@ def load_run_encoder(
     """Build the encoder a run config names (see the module docstring).
 
     Args:
-        name: Encoder name (HF name/path, memory family, or ``memoria-minilm``/``memoria-tiny``).
+        name: Encoder name (HF name/path, memory family, or a memory on a BERT: `ON_BERT`).
         seed: Seed of every random initialisation.
         segment_length: Tokens per segment of the memory-augmented encoders.
         pooling: A Hugging Face encoder's pooled vector: ``"auto"``, ``"pooler"`` or ``"cls"``
@@ -65,13 +74,25 @@ def load_run_encoder(
                 bert, memory_layer=bert.num_layers - 2, **_memoria_sizes(segment_length)
             )
         return DocumentEncoder(module, segment_length)
+    if name in RMT_BERT:
+        from lifelong.encoders.rmt import RecurrentMemoryBert
+
+        bert = load_encoder(RMT_BERT[name], seed=seed)
+        module = RecurrentMemoryBert(bert, slots=RMT_BERT_SLOTS, seed=seed)
+        return DocumentEncoder(module, segment_length)
     if name in MEMORY_MODULES:
-        vocab = len(load_tokenizer(MINILM))
-        config = replace(TEXT_MODULE_SIZES, vocab_size=vocab, max_positions=segment_length)
+        tokenizer = load_tokenizer(MINILM)
+        config = replace(TEXT_MODULE_SIZES, vocab_size=len(tokenizer), max_positions=segment_length)
+        options = {}
+        if name in STRUCTURE_AWARE:
+            from lifelong.encoders.segatron import boundary_ids
+
+            vocabulary = tokenizer.get_vocab()  # word piece -> id
+            options = boundary_ids(vocabulary.get)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
-            module = build_memory_module(name, config, segment_length)
-        return DocumentEncoder(module, segment_length)
+            module = build_memory_module(name, config, segment_length, **options)
+        return DocumentEncoder(module, segment_length, passes=DOCUMENT_PASSES.get(name, 1))
     return load_encoder(name, seed=seed, pooling=pooling)
 
 

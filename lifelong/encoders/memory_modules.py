@@ -82,6 +82,45 @@ def _memsizer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> Segme
     return MemSizer(config, **{"slots": 32, **kwargs})  # the paper's language models: m = 32
 
 
+def _memory_transformer(variant: str) -> Callable[..., SegmentEncoder]:
+    def build(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+        from lifelong.encoders.memory_transformer import MemoryTransformer
+        from lifelong.encoders.rmt import memory_module_config
+
+        slots = kwargs.pop("slots", 20)  # the memory survey's Memory Transformer: 20 [mem]
+        widened = memory_module_config(config, segment_length, slots, blocks=1)
+        return MemoryTransformer(widened, slots=slots, **{"variant": variant, **kwargs})
+
+    return build
+
+
+def _feedback(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.feedback import FeedbackTransformer
+
+    return FeedbackTransformer(config, **{"span": segment_length, **kwargs})
+
+
+def _segatron(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.segatron import Segatron
+
+    return Segatron(config, **{"memory_length": segment_length, **kwargs})
+
+
+def _ernie_doc(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.transformer_xl import TransformerXL
+
+    defaults = {"memory_length": segment_length, "recurrence": "same-layer"}
+    return TransformerXL(config, **{**defaults, **kwargs})
+
+
+def _rmt(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.rmt import RecurrentMemoryTransformer, memory_module_config
+
+    slots = kwargs.pop("slots", 10)  # the NeurIPS paper's language models: 10 memory tokens
+    widened = memory_module_config(config, segment_length, slots)
+    return RecurrentMemoryTransformer(widened, slots=slots, **kwargs)
+
+
 MEMORY_MODULES: dict[str, Callable[..., SegmentEncoder]] = {
     "transformer": _transformer,
     "transformer-xl": _transformer_xl,
@@ -92,7 +131,26 @@ MEMORY_MODULES: dict[str, Callable[..., SegmentEncoder]] = {
     "memorizing": _memorizing,
     "pkm": _pkm,
     "memsizer": _memsizer,
+    "rmt": _rmt,
+    "ernie-doc": _ernie_doc,
+    "memory-transformer": _memory_transformer("memtr"),
+    "memctrl": _memory_transformer("memctrl"),
+    "feedback": _feedback,
+    "segatron": _segatron,
 }
+
+STRUCTURE_AWARE = ("segatron",)
+"""Families that read sentence and paragraph boundaries: their builders take the vocabulary's
+boundary token ids (`lifelong.encoders.segatron.boundary_ids`)."""
+
+DOCUMENT_PASSES: dict[str, int] = {"ernie-doc": 2}
+"""Passes a document encoder makes over a document (`DocumentEncoder`'s ``passes``), where not 1.
+
+ERNIE-Doc's retrospective feed (Ding et al. 2021, section 3.1) reads a document twice: a
+skimming pass builds the memory, and the second pass, whose outputs are used, starts from it.
+A causal language model cannot do this (the first pass would show it the text it predicts), so
+`lifelong lm` reads once; classification inputs are read twice.
+"""
 
 
 def build_memory_module(

@@ -27,6 +27,12 @@ MEMORY_FAMILIES = (
     "memorizing",
     "pkm",
     "memsizer",
+    "rmt",
+    "ernie-doc",
+    "memory-transformer",
+    "memctrl",
+    "feedback",
+    "segatron",
 )
 """The memory-augmented module families (`lifelong.encoders.memory_modules`), randomly built."""
 
@@ -43,6 +49,12 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
         "working / short-term / long-term",
         "the same on tiny",
     ),
+    "rmt-minilm": (
+        "RMT (Bulatov et al. 2023)",
+        "memory tokens (recurrent)",
+        "RMT's memory tokens added to MiniLM, read segment by segment",
+    ),
+    "rmt-tiny": ("RMT (Bulatov et al. 2023)", "memory tokens (recurrent)", "the same on tiny"),
     "transformer": ("baseline", "none", "the memory-less Transformer every family is built on"),
     "transformer-xl": (
         "Transformer-XL (Dai et al. 2019)",
@@ -84,13 +96,52 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
         "key-value memory (m slots)",
         "self-attention replaced by m learned keys and input-written values; constant state",
     ),
+    "rmt": (
+        "RMT (Bulatov et al. 2022)",
+        "memory tokens (recurrent)",
+        "memory tokens read at a segment's start, written at its end, carried to the next",
+    ),
+    "ernie-doc": (
+        "ERNIE-Doc (Ding et al. 2021)",
+        "segment cache (same-layer)",
+        "Transformer-XL whose layers cache their own outputs; documents are read twice",
+    ),
+    "memory-transformer": (
+        "Memory Transformer (Burtsev et al. 2020)",
+        "memory tokens (per segment)",
+        "20 learned [mem] tokens before each segment, read by self-attention",
+    ),
+    "memctrl": (
+        "Memory Transformer, MemCtrl (Burtsev et al. 2020)",
+        "memory tokens (per segment)",
+        "[mem] tokens with their own controller parameters in every layer",
+    ),
+    "feedback": (
+        "Feedback Transformer (Fan et al. 2020)",
+        "feedback memory (one vector a step)",
+        "every layer reads the past steps' all-layer summaries; token by token, causal",
+    ),
+    "segatron": (
+        "Segatron (Bai et al. 2021)",
+        "segment cache",
+        "Transformer-XL with token, sentence and paragraph relative positions",
+    ),
 }
 """Every built-in encoder: (family and paper, memory kind, one line), for ``lifelong encoders``."""
 
 MEMORIA_BERT = {"memoria-minilm": MINILM, "memoria-tiny": TINY}
 """Memoria attached to a pre-trained BERT: encoder name -> the BERT it attaches to."""
 
-OFFLINE_NAMES = (MINILM, TINY, *MEMORIA_BERT, *MEMORY_FAMILIES)
+RMT_BERT = {"rmt-minilm": MINILM, "rmt-tiny": TINY}
+"""RMT's memory tokens added to a pre-trained BERT: encoder name -> the BERT."""
+
+RMT_BERT_SLOTS = 10
+"""Memory tokens of ``rmt-minilm`` (Bulatov et al. 2023's BERT runs: 10)."""
+
+ON_BERT = {**MEMORIA_BERT, **RMT_BERT}
+"""Every memory attached to a pre-trained BERT (read segment by segment): name -> the BERT."""
+
+OFFLINE_NAMES = (MINILM, TINY, *ON_BERT, *MEMORY_FAMILIES)
 """Every encoder name that needs no network and no local files."""
 
 
@@ -176,7 +227,7 @@ def position_limit(name: str) -> int | None:
     """
     if name == TINY:
         return TINY_POSITIONS
-    if name in MEMORY_FAMILIES or name in MEMORIA_BERT:
+    if name in MEMORY_FAMILIES or name in ON_BERT:
         return None
     config = _config_file(name)
     if config is None:
@@ -202,10 +253,16 @@ def segment_position_limit(name: str) -> int | None:
     """The most tokens one *segment* of a memory-augmented encoder may have, or None.
 
     Memoria on a pre-trained BERT (``memoria-minilm``, ``memoria-tiny``) reads each segment
-    with that BERT's positions; the randomly built families size their positions to the
-    segment length, so they have no limit.
+    with that BERT's positions, RMT on one (``rmt-minilm``) with all but the ``RMT_BERT_SLOTS``
+    its memory tokens take; the randomly built families size their positions to the segment
+    length, so they have no limit.
     """
-    return position_limit(MEMORIA_BERT[name]) if name in MEMORIA_BERT else None
+    if name not in ON_BERT:
+        return None
+    limit = position_limit(ON_BERT[name])
+    if limit is not None and name in RMT_BERT:
+        return limit - RMT_BERT_SLOTS
+    return limit
 
 
 def _config_file(name: str) -> Path | None:

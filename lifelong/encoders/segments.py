@@ -136,22 +136,43 @@ class DocumentEncoder(nn.Module):
         segment_length: Tokens per segment.
         truncate: Detach the memory between segments (truncated back-propagation); by default
             gradients flow through the memory as far as the module itself lets them.
+        passes: Read the document this many times, each pass starting from the memory the
+            previous one left; the outputs are the last pass's (2: ERNIE-Doc's retrospective
+            feed).
 
     """
 
-    def __init__(self, module: SegmentEncoder, segment_length: int, *, truncate: bool = False):
+    def __init__(
+        self,
+        module: SegmentEncoder,
+        segment_length: int,
+        *,
+        truncate: bool = False,
+        passes: int = 1,
+    ):
         super().__init__()
         if segment_length < 1:
             raise ValueError(f"segment_length must be positive, got {segment_length}")
+        if passes < 1:
+            raise ValueError(f"passes must be >= 1, got {passes}")
         self.module = module
         self.segment_length = segment_length
         self.truncate = truncate
+        self.passes = passes
         self.hidden_size: int = module.hidden_size
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
     ) -> EncoderOutput:
         """Encode token ids (b, T) in segments of ``segment_length``; returns the final memory."""
+        for _ in range(self.passes - 1):
+            memory = self.read(input_ids, attention_mask, memory).memory
+        return self.read(input_ids, attention_mask, memory)
+
+    def read(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, memory: Any = None
+    ) -> EncoderOutput:
+        """One pass over the document's segments, starting from ``memory``."""
         b, total = input_ids.shape
         hidden, pooled = [], None
         for start in range(0, total, self.segment_length):

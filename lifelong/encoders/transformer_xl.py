@@ -6,7 +6,10 @@ positional attention, and no gradient crosses segments (the cache is detached).
 `CompressiveTransformer` (Rae et al. 2020) does not drop what falls out of that FIFO: it
 compresses the evicted vectors by a rate ``c`` into a second FIFO of ``compressed_length`` slots
 and attends over ``[compressed memory; memory; segment]``; its compression network is trained by
-the attention-reconstruction loss exposed through `auxiliary_loss`.
+the attention-reconstruction loss exposed through `auxiliary_loss`. ERNIE-Doc's enhanced
+recurrence (Ding et al. 2021, section 3.2: ``h̃^{n−1}_{τ+1} = [SG(h^n_τ) ∘ h^{n−1}_{τ+1}]``) is
+`TransformerXL` with ``recurrence="same-layer"``: layer n caches its own output, so the context
+a cache carries grows with every segment instead of stopping at ``layers × memory_length``.
 
 Padding. A memory is a fixed number of slots per layer plus a validity mask ``(b, m)``. Only real
 tokens (``attention_mask`` 1) are written: the cache keeps each row's most recent real vectors,
@@ -42,6 +45,9 @@ from lifelong.encoders.layers import (
 from lifelong.encoders.segments import SegmentEncoder, mean_pool
 
 COMPRESSIONS = ("conv", "mean", "max")
+Relative = torch.Tensor | tuple[torch.Tensor, ...]
+"""Relative-position tables (or their per-pair indices): one, or one per kind of distance."""
+RECURRENCES = ("previous-layer", "same-layer")
 
 
 def sinusoidal_embedding(distances: torch.Tensor, d_model: int) -> torch.Tensor:
@@ -163,8 +169,8 @@ class RelativeAttention(nn.Module):
         self,
         x: torch.Tensor,
         context: torch.Tensor,
-        relative: torch.Tensor,
-        index: torch.Tensor,
+        relative: Relative,
+        index: Relative,
         mask: torch.Tensor,
     ) -> torch.Tensor:
         """Attend from the segment to ``[context; segment]``.
@@ -172,8 +178,10 @@ class RelativeAttention(nn.Module):
         Args:
             x: Segment vectors (b, t, d).
             context: Memory vectors before the segment (b, p, d).
-            relative: Sinusoidal embeddings of every distance in range (n_rel, d).
-            index: (b, t, p + t) row of ``relative`` for each (query, key) pair.
+            relative: Sinusoidal embeddings of every distance in range (n_rel, d); or one such
+                table per kind of distance (Segatron's token, sentence and paragraph
+                distances, each in its own block of the width), whose terms add up.
+            index: (b, t, p + t) row of ``relative`` for each (query, key) pair (one per table).
             mask: Boolean (b, 1, t, p + t), True = may attend.
 
         Returns:
@@ -186,14 +194,18 @@ class RelativeAttention(nn.Module):
         q = split_heads(self.query(x), self.heads)  # (b, h, t, dh)
         k = split_heads(self.key(source), self.heads)  # (b, h, s, dh)
         v = split_heads(self.value(source), self.heads)  # (b, h, s, dh)
-        r = split_heads(self.position(relative)[None], self.heads)[0]  # (h, n_rel, dh)
         scale = 1.0 / math.sqrt(q.shape[-1])
-        by_distance = torch.einsum(
-            "bhtd,hnd->bhtn", q + self.position_bias[None, :, None, :], r
-        )  # (b, h, t, n_rel)
-        positional = by_distance.gather(
-            -1, index[:, None].expand(b, self.heads, t, s)
-        )  # (b, h, t, s)
+        tables = relative if isinstance(relative, tuple) else (relative,)
+        indices = index if isinstance(index, tuple) else (index,)
+        positional = torch.zeros((), dtype=q.dtype, device=q.device)
+        for table, rows in zip(tables, indices, strict=True):
+            r = split_heads(self.position(table)[None], self.heads)[0]  # (h, n_rel, dh)
+            by_distance = torch.einsum(
+                "bhtd,hnd->bhtn", q + self.position_bias[None, :, None, :], r
+            )  # (b, h, t, n_rel)
+            positional = positional + by_distance.gather(
+                -1, rows[:, None].expand(b, self.heads, t, s)
+            )  # (b, h, t, s)
         out, _ = attend(
             q + self.content_bias[None, :, None, :], k, v, mask, bias=positional * scale
         )  # (b, h, t, dh)
@@ -243,8 +255,8 @@ class RelativeLayer(nn.Module):
         self,
         x: torch.Tensor,
         context: torch.Tensor,
-        relative: torch.Tensor,
-        index: torch.Tensor,
+        relative: Relative,
+        index: Relative,
         mask: torch.Tensor,
     ) -> torch.Tensor:
         """(b, t, d) segment with (b, p, d) context -> (b, t, d); see `RelativeAttention`."""
@@ -299,15 +311,26 @@ class TransformerXL(SegmentEncoder):
             segment tokens after it when not causal), so that in causal mode every token has
             the same context length ``memory_length + 1`` once the memory is full. (The
             reference code's window is one shorter.)
+        recurrence: What layer ``n`` caches for the next segment: ``"previous-layer"``, its
+            input (layer n−1's output, Transformer-XL's ``h^{n−1}_τ``), or ``"same-layer"``,
+            its own output (ERNIE-Doc's enhanced recurrence, ``h^n_τ``).
 
     """
 
     def __init__(
-        self, config: ModuleConfig, memory_length: int, *, same_length: bool = False
+        self,
+        config: ModuleConfig,
+        memory_length: int,
+        *,
+        same_length: bool = False,
+        recurrence: str = "previous-layer",
     ) -> None:
         super().__init__(config)
         if memory_length < 0:
             raise ValueError(f"memory_length must be >= 0, got {memory_length}")
+        if recurrence not in RECURRENCES:
+            raise ValueError(f"recurrence must be one of {RECURRENCES}, got {recurrence!r}")
+        self.recurrence = recurrence
         if config.d_model % 2:
             raise ValueError(f"config.d_model must be even for sinusoids, got {config.d_model}")
         self.memory_length = memory_length
@@ -357,13 +380,15 @@ class TransformerXL(SegmentEncoder):
         valid = attention_mask.bool()  # (b, t)
         contexts, context_mask = self._contexts(memory)  # [(b, p, d)], (b, p)
         key_valid = torch.cat([context_mask, valid], dim=1)  # (b, s)
-        relative, index, mask = self._positions(key_valid, t)
-        inputs = []
+        structure = self._structure(input_ids, valid, memory)
+        relative, index, mask = self._positions(key_valid, t, structure)
+        states = [x]  # layer inputs, then the last layer's output
         for layer, context in zip(self.layers, contexts):
-            inputs.append(x)
             x = layer(x, context, relative, index, mask)  # (b, t, d)
+            states.append(x)
         hidden = x * valid[:, :, None].to(x.dtype)  # (b, t, d)
-        updated = self._update_memory(memory, inputs, valid)
+        cached = states[1:] if self.recurrence == "same-layer" else states[:-1]  # one per layer
+        updated = self._update_memory(memory, cached, valid, structure)
         pooled = mean_pool(hidden, attention_mask)  # (b, d)
         return EncoderOutput(hidden=hidden, pooled=pooled, memory=updated)
 
@@ -371,16 +396,24 @@ class TransformerXL(SegmentEncoder):
         """Per-layer vectors (b, p, d) attended before the segment, and their validity (b, p)."""
         return list(memory["states"]), memory["mask"]
 
+    def _structure(self, input_ids: torch.Tensor, valid: torch.Tensor, memory: Any) -> Any:
+        """What a subclass knows of the segment beyond its tokens (Segatron: sentences)."""
+        return None
+
+    def _distance_range(self, t: int, s: int, device: torch.device) -> torch.Tensor:
+        """Every query-key distance that can occur, (n_rel,): from 0 (causal) or 1 - t to s."""
+        low = 0 if self.config.causal else -(t - 1)
+        return torch.arange(low, s, device=device)
+
     def _positions(
-        self, key_valid: torch.Tensor, t: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        self, key_valid: torch.Tensor, t: int, structure: Any = None
+    ) -> tuple[Relative, Relative, torch.Tensor]:
         """Relative embeddings (n_rel, d), their index per pair (b, t, s) and the mask."""
         s = key_valid.shape[1]
         distances = relative_distances(key_valid, t)  # (b, t, s)
-        low = 0 if self.config.causal else -(t - 1)
-        span = torch.arange(low, s, device=key_valid.device)  # (n_rel,)
+        span = self._distance_range(t, s, key_valid.device)  # (n_rel,)
         relative = sinusoidal_embedding(span, self.config.d_model)  # (n_rel, d)
-        index = (distances - low).clamp(min=0, max=span.numel() - 1)  # (b, t, s)
+        index = (distances - span[0]).clamp(min=0, max=span.numel() - 1)  # (b, t, s)
         mask = key_valid[:, None, None, :]  # (b, 1, 1, s)
         if self.config.causal:
             mask = mask & causal_mask(t, s, key_valid.device)[None, None]  # (b, 1, t, s)
@@ -410,7 +443,11 @@ class TransformerXL(SegmentEncoder):
         return 1
 
     def _update_memory(
-        self, memory: dict[str, Any], inputs: list[torch.Tensor], valid: torch.Tensor
+        self,
+        memory: dict[str, Any],
+        inputs: list[torch.Tensor],
+        valid: torch.Tensor,
+        structure: Any = None,
     ) -> dict[str, Any]:
         """The memory after this segment (evicted vectors are dropped)."""
         states, mask, _, _ = self._push(memory["states"], memory["mask"], inputs, valid)
@@ -520,7 +557,11 @@ class CompressiveTransformer(TransformerXL):
         return contexts, torch.cat([memory["compressed_mask"], memory["mask"]], dim=1)
 
     def _update_memory(
-        self, memory: dict[str, Any], inputs: list[torch.Tensor], valid: torch.Tensor
+        self,
+        memory: dict[str, Any],
+        inputs: list[torch.Tensor],
+        valid: torch.Tensor,
+        structure: Any = None,
     ) -> dict[str, Any]:
         """Push the segment into the FIFO, compress what it evicts, push that into the FIFO'."""
         states, mask, evicted, evicted_mask = self._push(
@@ -584,6 +625,7 @@ def _check_inputs(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> None
 
 __all__ = [
     "COMPRESSIONS",
+    "RECURRENCES",
     "CompressiveTransformer",
     "Compression",
     "RelativeAttention",

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 
 from lifelong.encoders.names import (
-    MEMORIA_BERT,
     MEMORY_FAMILIES,
+    ON_BERT,
     EncoderError,
     check_encoder_name,
     offline,
@@ -76,7 +76,8 @@ class RunConfig:
     # lower-casing and cleaning (streams.text_classification.holla_text); "none" = raw text
     encoder: str = "minilm"  # "minilm" (offline), "tiny" (random, tests), any HF name/path, or
     # a memory-augmented encoder: transformer-xl, compressive, memformer, infinity-former,
-    # memoria, memorizing (random init), memoria-minilm / memoria-tiny (on a pre-trained BERT)
+    # memoria, memorizing, ... (random init; `lifelong encoders`), or memoria-minilm and
+    # rmt-minilm (on a pre-trained BERT)
     # memory-augmented encoders only: tokens per segment (None: DEFAULT_SEGMENT_LENGTH, 64);
     # set with a plain encoder it is an error (it would change nothing)
     segment_length: PositiveInt | None = None
@@ -171,7 +172,7 @@ class RunConfig:
                 f"key 'segment_ids': applies to the fewrel stream only, got stream "
                 f"{self.stream!r} (QA rows always carry segment ids, classification rows none)"
             )
-        if self.segment_ids and (self.encoder in MEMORY_FAMILIES or self.encoder in MEMORIA_BERT):
+        if self.segment_ids and (self.encoder in MEMORY_FAMILIES or self.encoder in ON_BERT):
             raise OptionsError(
                 f"key 'segment_ids': encoder {self.encoder!r} has no segment embeddings; "
                 "segment ids need a BERT-style encoder"
@@ -184,7 +185,7 @@ class RunConfig:
         if self.segment_length is not None and not is_segmented(self.encoder):
             raise OptionsError(
                 f"key 'segment_length': applies to the memory-augmented encoders only "
-                f"({', '.join((*MEMORY_FAMILIES, *MEMORIA_BERT))}); encoder {self.encoder!r} "
+                f"({', '.join((*MEMORY_FAMILIES, *ON_BERT))}); encoder {self.encoder!r} "
                 f"reads each input whole, up to max_length ({self.max_length}) tokens"
             )
 
@@ -242,7 +243,7 @@ class RunConfig:
 
 def is_segmented(encoder: str) -> bool:
     """Whether an encoder name reads its inputs segment by segment (takes ``segment_length``)."""
-    return encoder in MEMORY_FAMILIES or encoder in MEMORIA_BERT
+    return encoder in MEMORY_FAMILIES or encoder in ON_BERT
 
 
 def _shared(config: RunConfig, cls: type, exclude: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -30,7 +30,8 @@ import torch
 from torch import nn
 
 from lifelong.encoders.layers import ModuleConfig
-from lifelong.encoders.memory_modules import build_memory_module
+from lifelong.encoders.memory_modules import STRUCTURE_AWARE, build_memory_module
+from lifelong.encoders.segatron import boundary_ids
 from lifelong.files import atomic_write_text
 from lifelong.lm.flags import FULL_ATTENTION, KNN_LM, SPALM, check_modules
 from lifelong.lm.text import (
@@ -96,8 +97,14 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def build_lm(name: str, vocab: int, settings: BenchSettings, seed: int) -> CausalLM:
-    """A randomly initialised character LM of family ``name`` at the bench's sizes."""
+def build_lm(
+    name: str, vocab: int, settings: BenchSettings, seed: int, chars: str | None = None
+) -> CausalLM:
+    """A randomly initialised character LM of family ``name`` at the bench's sizes.
+
+    ``chars`` (the vocabulary's characters) gives a structure-aware family (Segatron) its
+    sentence and paragraph boundaries.
+    """
     full = name == FULL_ATTENTION
     segment = settings.window if full else settings.segment_length
     config = ModuleConfig(
@@ -112,7 +119,10 @@ def build_lm(name: str, vocab: int, settings: BenchSettings, seed: int) -> Causa
     )
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        module = build_memory_module("transformer" if full else name, config, segment)
+        options = {}
+        if name in STRUCTURE_AWARE and chars is not None:
+            options = boundary_ids(lambda c: chars.index(c) if c in chars else None)
+        module = build_memory_module("transformer" if full else name, config, segment, **options)
         return CausalLM(module, segment)
 
 
@@ -325,7 +335,7 @@ def run_bench(
             row = _spalm_row(models["transformer"], datastore(), corpus, settings, device, seed,
                              progress)  # fmt: skip
         else:
-            models[name] = build_lm(name, corpus.vocab.size, settings, seed)
+            models[name] = build_lm(name, corpus.vocab.size, settings, seed, corpus.vocab.chars)
             row = _trained_row(name, models[name], corpus, settings, device, seed, progress)
         built[name] = row
         if name in modules and on_row is not None:

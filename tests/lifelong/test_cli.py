@@ -130,11 +130,9 @@ def test_strategies_command_lists_builtins(capsys):
 
 
 def test_encoders_command_lists_every_builtin_name_with_family_and_memory(capsys):
-    from lifelong.encoders.names import CATALOGUE, MEMORIA_BERT, MEMORY_FAMILIES, OFFLINE_NAMES
+    from lifelong.encoders.names import CATALOGUE, MEMORY_FAMILIES, OFFLINE_NAMES, ON_BERT
 
-    assert (
-        set(CATALOGUE) == set(OFFLINE_NAMES) == {"minilm", "tiny", *MEMORIA_BERT, *MEMORY_FAMILIES}
-    )
+    assert set(CATALOGUE) == set(OFFLINE_NAMES) == {"minilm", "tiny", *ON_BERT, *MEMORY_FAMILIES}
     assert main(["encoders"]) == 0
     lines = capsys.readouterr().out.splitlines()
     pkm = next(line for line in lines if line.startswith("pkm "))
