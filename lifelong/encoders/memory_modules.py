@@ -106,6 +106,16 @@ def _segatron(config: ModuleConfig, segment_length: int, **kwargs: Any) -> Segme
     return Segatron(config, **{"memory_length": segment_length, **kwargs})
 
 
+def _readtwice(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    from lifelong.encoders.readtwice import ReadTwice
+
+    # our choices (the reference's defaults live in its checkpoint's config): one summary per
+    # 8 tokens, and room for 8 segments' summaries
+    block = kwargs.pop("block", 8)
+    size = kwargs.pop("memory_size", 8 * max(1, segment_length // block))
+    return ReadTwice(config, block=block, memory_size=size, **kwargs)
+
+
 def _ernie_doc(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
     from lifelong.encoders.transformer_xl import TransformerXL
 
@@ -137,18 +147,20 @@ MEMORY_MODULES: dict[str, Callable[..., SegmentEncoder]] = {
     "memctrl": _memory_transformer("memctrl"),
     "feedback": _feedback,
     "segatron": _segatron,
+    "readtwice": _readtwice,
 }
 
 STRUCTURE_AWARE = ("segatron",)
 """Families that read sentence and paragraph boundaries: their builders take the vocabulary's
 boundary token ids (`lifelong.encoders.segatron.boundary_ids`)."""
 
-DOCUMENT_PASSES: dict[str, int] = {"ernie-doc": 2}
+DOCUMENT_PASSES: dict[str, int] = {"ernie-doc": 2, "readtwice": 2}
 """Passes a document encoder makes over a document (`DocumentEncoder`'s ``passes``), where not 1.
 
 ERNIE-Doc's retrospective feed (Ding et al. 2021, section 3.1) reads a document twice: a
 skimming pass builds the memory, and the second pass, whose outputs are used, starts from it.
-A causal language model cannot do this (the first pass would show it the text it predicts), so
+ReadTwice's first pass summarises every segment for the second (Zemlyanskiy et al. 2021). A
+causal language model cannot do this (the first pass would show it the text it predicts), so
 `lifelong lm` reads once; classification inputs are read twice.
 """
 

@@ -33,6 +33,7 @@ MEMORY_FAMILIES = (
     "memctrl",
     "feedback",
     "segatron",
+    "readtwice",
 )
 """The memory-augmented module families (`lifelong.encoders.memory_modules`), randomly built."""
 
@@ -125,6 +126,11 @@ CATALOGUE: dict[str, tuple[str, str, str]] = {
         "Segatron (Bai et al. 2021)",
         "segment cache",
         "Transformer-XL with token, sentence and paragraph relative positions",
+    ),
+    "readtwice": (
+        "ReadTwice (Zemlyanskiy et al. 2021)",
+        "segment summaries",
+        "each segment read alone and summarised, then read again with every summary",
     ),
 }
 """Every built-in encoder: (family and paper, memory kind, one line), for ``lifelong encoders``."""

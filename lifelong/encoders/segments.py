@@ -96,6 +96,13 @@ class SegmentEncoder(nn.Module):
         """A regulariser accumulated by the last forward passes (e.g. ∞-former's KL), or None."""
         return None
 
+    def end_of_pass(self, memory: Any) -> Any:
+        """The memory a document's next pass starts from (`DocumentEncoder`'s ``passes``).
+
+        Unchanged by default; ReadTwice marks its summaries complete.
+        """
+        return memory
+
 
 class Transformer(SegmentEncoder):
     """A plain Transformer with no memory: the baseline.
@@ -166,7 +173,7 @@ class DocumentEncoder(nn.Module):
     ) -> EncoderOutput:
         """Encode token ids (b, T) in segments of ``segment_length``; returns the final memory."""
         for _ in range(self.passes - 1):
-            memory = self.read(input_ids, attention_mask, memory).memory
+            memory = self.module.end_of_pass(self.read(input_ids, attention_mask, memory).memory)
         return self.read(input_ids, attention_mask, memory)
 
     def read(
