@@ -18,6 +18,12 @@ another seed; 100 warm-up steps got it and ∞-former off it, so 100 is the defa
 
     python experiments/lm/sorting.py [--modules transformer memformer ...] [--segments 2 4 8]
         [--segment-length 32] [--steps 400] [--out table.md|table.csv]
+
+``--task recall`` runs the long-range recall task instead (`lifelong.lm.recall`: three facts in
+the first segment, the question at the end of the last; chance 1/16), on which every module
+trains with a graph through all the segments (the memory must learn to keep the facts), and
+``--curriculum`` gives every module RMT's curriculum over the number of segments.
+``experiments/lm/recall.py`` is this script with ``--task recall``.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ import torch
 
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import MEMORY_MODULES, build_memory_module
+from lifelong.encoders.rmt import curriculum_segments
 from lifelong.encoders.segments import Transformer
+from lifelong.lm.recall import RecallGenerator, RecallTask
 from lifelong.lm.sorting import (
     VOCAB_SIZE,
     SortingLM,
@@ -50,6 +58,10 @@ KNOWN = [*MEMORY_MODULES, FULL_ATTENTION]
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--task", choices=("sorting", "recall"), default="sorting")
+    parser.add_argument(
+        "--curriculum", action="store_true", help="RMT's curriculum over segments, every module"
+    )
     parser.add_argument("--modules", nargs="+", default=list(MEMORY_MODULES), choices=KNOWN)
     parser.add_argument("--segments", nargs="+", type=int, default=[2, 4, 8])
     parser.add_argument("--segment-length", type=int, default=32)
@@ -77,8 +89,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if any(k < 1 for k in args.segments):
         parser.error("--segments must be positive")
-    if args.segment_length < 21:
+    if args.task == "sorting" and args.segment_length < 21:
         parser.error("--segment-length must be >= 21 (SEP + 20 targets sit in the last segment)")
+    if args.task == "recall" and args.segment_length < RecallTask().min_length():
+        parser.error(f"--segment-length must be >= {RecallTask().min_length()} for recall")
     if args.jobs < 1:
         parser.error("--jobs must be >= 1")
     if args.out is not None and args.out.suffix not in (".md", ".csv"):
@@ -90,8 +104,9 @@ def build_model(name: str, segments: int, args: argparse.Namespace) -> SortingLM
     """The LM for one cell; ``full-attention`` reads the whole sequence as one segment."""
     torch.manual_seed(args.seed)
     length = segments * args.segment_length if name == FULL_ATTENTION else args.segment_length
+    vocab = RecallTask().vocab_size if args.task == "recall" else VOCAB_SIZE
     config = ModuleConfig(
-        vocab_size=VOCAB_SIZE,
+        vocab_size=vocab,
         d_model=args.d_model,
         heads=args.heads,
         layers=args.layers,
@@ -104,13 +119,16 @@ def build_model(name: str, segments: int, args: argparse.Namespace) -> SortingLM
         module = Transformer(config)
     else:
         module = build_memory_module(name, config, args.segment_length)
-    return SortingLM(module, length, grad_segments=grad_segments(name, segments, args))
+    steps = grad_segments(name, segments, args)
+    return SortingLM(module, length, grad_segments=steps, vocab_size=vocab)
 
 
 def grad_segments(name: str, segments: int, args: argparse.Namespace) -> int:
     """Segments trained with a graph: Memformer's writer only learns through the memory, so it
     trains over the whole sequence (its paper's time horizon is 8 segments, here at most the
     sequence); the others over the last ``--grad-segments`` (1, as the ∞-former sorting code)."""
+    if args.task == "recall":  # every module: the facts are only in the first segment
+        return segments
     return max(args.grad_segments, segments) if name == "memformer" else args.grad_segments
 
 
@@ -121,7 +139,8 @@ def run_cell(name: str, segments: int, args: argparse.Namespace) -> float | None
     except ImportError as error:
         print(f"skipping {name}: {error}", file=sys.stderr)
         return None
-    n = sequence_length(segments, args.segment_length)
+    n = sequence_length(segments, args.segment_length) if args.task == "sorting" else 0
+    train_data, test_data = task_data(segments, args)
     start = time.perf_counter()
     losses = train_sorting(
         model,
@@ -131,14 +150,30 @@ def run_cell(name: str, segments: int, args: argparse.Namespace) -> float | None
         lr=args.lr,
         warmup=args.warmup,
         seed=args.seed,
+        data=train_data,
     )
-    accuracy = evaluate_sorting(model, n, examples=args.eval_examples)
+    accuracy = evaluate_sorting(model, n, examples=args.eval_examples, data=test_data)
     print(
         f"{name:>16} segments={segments:<3} n={n:<5} loss {losses[-1]:.3f} "
         f"accuracy {100 * accuracy:.2f}%  ({time.perf_counter() - start:.1f}s)",
         file=sys.stderr,
     )
     return accuracy
+
+
+def task_data(segments: int, args: argparse.Namespace) -> tuple[object, object]:
+    """Training and held-out generators of the recall task (None, None: sorting's own)."""
+    if args.task == "sorting":
+        return None, None
+    schedule = None
+    if args.curriculum:
+
+        def schedule(step: int) -> int:
+            return curriculum_segments(step, args.steps, segments)
+
+    task, length = RecallTask(), args.segment_length
+    train = RecallGenerator(task, segments, length, seed=args.seed, curriculum=schedule)
+    return train, RecallGenerator(task, segments, length, seed=10_000)
 
 
 def markdown_table(results: dict[tuple[int, str], float | None], args: argparse.Namespace) -> str:
@@ -186,10 +221,20 @@ def main(argv: Sequence[str] | None = None) -> dict[tuple[int, str], float | Non
     start = time.perf_counter()
     results = run_cells(args)
     table = markdown_table(results, args)
+    if args.task == "recall":
+        task = RecallTask()
+        what = (
+            f"Recall accuracy (%) of the asked value ({task.facts} facts in segment 1, the "
+            f"question at the end; every module trained through all segments"
+            f"{', with the curriculum' if args.curriculum else ''})"
+        )
+        chance = f"{100 * task.chance:.2f}%"
+    else:
+        what, chance = "Sorting accuracy (%) over the 20 targets", "5%"
     settings = (
-        f"Sorting accuracy (%) over the 20 targets; segment length {args.segment_length}, "
+        f"{what}; segment length {args.segment_length}, "
         f"d {args.d_model}, {args.layers} layers, {args.steps} steps x {args.batch_size}, "
-        f"lr {args.lr}, seed {args.seed}; chance 5%; {time.perf_counter() - start:.0f}s."
+        f"lr {args.lr}, seed {args.seed}; chance {chance}; {time.perf_counter() - start:.0f}s."
     )
     print(f"{settings}\n\n{table}")
     if args.out is not None:

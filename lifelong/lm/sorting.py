@@ -210,13 +210,20 @@ class SortingLM(nn.Module):
     length as ``segment_length`` with the memory-less ``Transformer``.
 
     Args:
-        module: The segment encoder (causal, ``vocab_size`` >= 22).
+        module: The segment encoder (causal, ``vocab_size`` >= the head's).
         segment_length: Tokens per segment.
         grad_segments: Trailing segments that run with a graph.
+        vocab_size: Outputs of the head (22: sorting's; the recall task has its own).
 
     """
 
-    def __init__(self, module: SegmentEncoder, segment_length: int, grad_segments: int = 1):
+    def __init__(
+        self,
+        module: SegmentEncoder,
+        segment_length: int,
+        grad_segments: int = 1,
+        vocab_size: int = VOCAB_SIZE,
+    ):
         super().__init__()
         if segment_length < 1:
             raise ValueError(f"segment_length must be positive, got {segment_length}")
@@ -224,12 +231,12 @@ class SortingLM(nn.Module):
             raise ValueError(f"grad_segments must be >= 1, got {grad_segments}")
         if not module.config.causal:
             raise ValueError("module must be causal (ModuleConfig(causal=True)) for an LM")
-        if module.config.vocab_size < VOCAB_SIZE:
-            raise ValueError(f"module vocab_size must be >= {VOCAB_SIZE}")
+        if module.config.vocab_size < vocab_size:
+            raise ValueError(f"module vocab_size must be >= {vocab_size}")
         self.module = module
         self.segment_length = segment_length
         self.grad_segments = grad_segments
-        self.head = nn.Linear(module.hidden_size, VOCAB_SIZE)
+        self.head = nn.Linear(module.hidden_size, vocab_size)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> SortingOutput:
         """Run (b, T) token ids segment by segment; logits of the last ``grad_segments``."""
@@ -295,6 +302,7 @@ def train_sorting(
     warmup: int = 20,
     clip: float = 1.0,
     seed: int = 0,
+    data: Any = None,
 ) -> list[float]:
     """Train on freshly generated sequences: Adam, warm-up + cosine schedule, gradient clipping.
 
@@ -307,6 +315,8 @@ def train_sorting(
         warmup: Linear warm-up steps.
         clip: Maximum gradient norm.
         seed: Seeds the data generator and torch (dropout).
+        data: Another task's generator (its ``batch(batch_size, segment_length, step=…)``
+            makes the step's batch; `lifelong.lm.recall`), instead of sorting sequences.
 
     Returns:
         The training loss of every step.
@@ -315,13 +325,15 @@ def train_sorting(
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     torch.manual_seed(seed)
-    data = SortingGenerator(length, seed=seed)
+    if data is None:
+        sorting = SortingGenerator(length, seed=seed)
+        data = _Stepless(sorting)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, cosine_schedule(steps, warmup))
     model.train()
     losses = []
-    for _ in range(steps):
-        loss, _ = model.loss(data.batch(batch_size, model.segment_length))
+    for step in range(steps):
+        loss, _ = model.loss(data.batch(batch_size, model.segment_length, step=step))
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), clip)
@@ -331,9 +343,25 @@ def train_sorting(
     return losses
 
 
+class _Stepless:
+    """A generator whose batches do not depend on the training step."""
+
+    def __init__(self, generator: Any) -> None:
+        self.generator = generator
+
+    def batch(self, batch_size: int, segment_length: int, step: int = 0) -> SortingBatch:
+        return self.generator.batch(batch_size, segment_length)
+
+
 @torch.no_grad()
 def evaluate_sorting(
-    model: SortingLM, length: int, *, examples: int = 256, batch_size: int = 64, seed: int = 10_000
+    model: SortingLM,
+    length: int,
+    *,
+    examples: int = 256,
+    batch_size: int = 64,
+    seed: int = 10_000,
+    data: Any = None,
 ) -> float:
     """Teacher-forced accuracy over the 20 target positions on a held-out generated set.
 
@@ -343,12 +371,13 @@ def evaluate_sorting(
         examples: Held-out sequences.
         batch_size: Sequences per forward pass.
         seed: Seed of the held-out generator (distinct from the training seeds).
+        data: Another task's held-out generator (``batch(batch_size, segment_length)``).
 
     Returns:
-        The fraction of target tokens predicted correctly (chance is 0.05).
+        The fraction of target tokens predicted correctly (chance is 0.05 for sorting).
 
     """
-    data = SortingGenerator(length, seed=seed)
+    data = SortingGenerator(length, seed=seed) if data is None else data
     model.eval()
     correct = total = 0
     for start in range(0, examples, batch_size):
