@@ -126,7 +126,9 @@ def _ernie_doc(config: ModuleConfig, segment_length: int, **kwargs: Any) -> Segm
 def _rmt(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
     from lifelong.encoders.rmt import RecurrentMemoryTransformer, memory_module_config
 
-    slots = kwargs.pop("slots", 10)  # the NeurIPS paper's language models: 10 memory tokens
+    # 10 memory tokens: the 2023 report's (section 4); the NeurIPS runs (booydar/LM-RMT
+    # experiment_results) sweep 1-150
+    slots = kwargs.pop("slots", 10)
     widened = memory_module_config(config, segment_length, slots)
     return RecurrentMemoryTransformer(widened, slots=slots, **kwargs)
 

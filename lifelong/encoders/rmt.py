@@ -15,7 +15,9 @@ Layouts (NeurIPS 2022 paper, section 3, and the memory survey's equation
 * bidirectional (encoder-only, as RMT on BERT in the 2023 report): ``[mem; segment]``, every
   position sees every other, and the outputs at the memory positions are the next memory.
 
-A document starts from learned memory vectors (`MemoryTokens`). Memory tokens get positions
+A document starts from learned memory vectors (`MemoryTokens`; one random vector per slot, as
+the Hugging Face reference, yurakuratov/t5-experiments ``modeling_rmt``, where the NeurIPS code
+repeats one vector m times). Memory tokens get positions
 like any other slot (`embed_with_memory`). The 2023 report trains with a curriculum over the
 number of segments (one segment first, more once training has converged): `curriculum_segments`
 is that schedule over a fixed number of steps.
@@ -47,7 +49,8 @@ class RecurrentMemoryTransformer(SegmentEncoder):
     Args:
         config: Module sizes; ``max_positions`` must cover the segment plus its memory blocks
             (`memory_module_config` widens it).
-        slots: Memory tokens m (the NeurIPS paper uses 1–25; its language models 10).
+        slots: Memory tokens m (10, the 2023 report's, section 4; the NeurIPS paper's
+            WikiText-103 runs sweep 1 to 150, booydar/LM-RMT ``experiment_results``).
         bptt: Segments per back-propagation window, or None for the whole document.
 
     """
