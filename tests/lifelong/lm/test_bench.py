@@ -61,3 +61,21 @@ def test_a_non_utf8_corpus_names_its_line(tmp_path, capsys):
     bad.write_bytes(b"ok\n" * 50 + b"caf\xe9\n")
     assert lm(bad) == 2
     assert "bad.txt:51: not UTF-8" in capsys.readouterr().err
+
+
+def test_the_memory_token_and_recurrence_families_run_in_the_bench(corpus, tmp_path):
+    out = tmp_path / "lm.json"
+    modules = "rmt,ernie-doc,segatron,memory-transformer,memctrl,readtwice,feedback"
+    assert lm(corpus, "--modules", modules, "--segments", "2", "--json", str(out)) == 0
+    rows = json.loads(out.read_text())["modules"]
+    assert list(rows) == modules.split(",")
+    assert all(row["val_bpc"] > 0 for row in rows.values())
+
+
+def test_segatron_reads_the_corpus_sentence_and_line_ends():
+    from lifelong.lm.bench import BenchSettings, build_lm
+
+    chars = " .\nacdeghlmnost"
+    model = build_lm("segatron", len(chars), BenchSettings(), 0, chars).module
+    ends = model.ends.nonzero().tolist()  # (id, 0 = sentence, 1 = paragraph)
+    assert sorted(ends) == [[chars.index("."), 0], [chars.index("\n"), 0], [chars.index("\n"), 1]]
