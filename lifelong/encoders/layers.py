@@ -49,6 +49,27 @@ class ModuleConfig:
         return self.d_model // self.heads
 
 
+def bert_module_config(encoder: object, max_positions: int | None = None) -> ModuleConfig:
+    """The sizes of a pre-trained BERT-style `HFEncoder`, for a memory attached to it.
+
+    Args:
+        encoder: The loaded encoder (its ``model.config`` and ``num_layers``).
+        max_positions: Positions a segment may use (default: all the BERT's).
+
+    """
+    bert = encoder.model.config  # type: ignore[attr-defined]
+    return ModuleConfig(
+        vocab_size=bert.vocab_size,
+        d_model=bert.hidden_size,
+        heads=bert.num_attention_heads,
+        layers=encoder.num_layers,  # type: ignore[attr-defined]
+        ffn=bert.intermediate_size,
+        dropout=bert.hidden_dropout_prob,
+        max_positions=bert.max_position_embeddings if max_positions is None else max_positions,
+        causal=False,
+    )
+
+
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     """(b, t, d) -> (b, heads, t, d / heads)."""
     b, t, d = x.shape
@@ -193,15 +214,18 @@ class TokenEmbedding(nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Token ids (b, t) -> vectors (b, t, d)."""
-        x = self.words(input_ids)  # (b, t, d)
+        return self.finish(self.words(input_ids))
+
+    def finish(self, x: torch.Tensor) -> torch.Tensor:
+        """Word (or memory) vectors (b, t, d) -> + positions 0..t-1, LayerNorm, dropout."""
         if self.positions is not None:
-            t = input_ids.shape[1]
+            t = x.shape[1]
             if t > self.positions.num_embeddings:
                 raise ValueError(
-                    f"segment of {t} tokens is longer than max_positions "
+                    f"segment of {t} positions is longer than max_positions "
                     f"{self.positions.num_embeddings}; use a shorter segment_length"
                 )
-            x = x + self.positions(torch.arange(t, device=input_ids.device))[None]
+            x = x + self.positions(torch.arange(t, device=x.device))[None]
         return self.dropout(self.norm(x))
 
     def at(self, input_ids: torch.Tensor, position: int) -> torch.Tensor:
@@ -216,7 +240,9 @@ class TransformerLayer(nn.Module):
     """Post-LN self-attention + feed-forward layer (the memory-less reference block).
 
     The memory-augmented layers of this package follow the same residual/LayerNorm pattern and
-    add their memory read between self-attention and feed-forward.
+    add their memory read between self-attention and feed-forward. Given a ``source``, the
+    queries attend to it instead of to ``x`` (MemCtrl's memory and sequence sub-layers,
+    ReadTwice's second read).
     """
 
     def __init__(self, config: ModuleConfig) -> None:
@@ -226,9 +252,11 @@ class TransformerLayer(nn.Module):
         self.ffn = FeedForward(config.d_model, config.ffn, config.dropout)
         self.norm2 = nn.LayerNorm(config.d_model)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        """(b, t, d) with a mask broadcastable to (b, h, t, t) -> (b, t, d)."""
-        x = self.norm1(x + self.attention(x, mask=mask))
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, source: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(b, t, d), keys/values ``source`` (b, s, d; ``x`` by default), mask to (b, h, t, s)."""
+        x = self.norm1(x + self.attention(x, source, mask=mask))
         return self.norm2(x + self.ffn(x))
 
 
@@ -264,6 +292,7 @@ __all__ = [
     "TokenEmbedding",
     "TransformerLayer",
     "attend",
+    "bert_module_config",
     "causal_mask",
     "merge_heads",
     "padding_mask",

@@ -40,6 +40,7 @@ from lifelong.encoders.layers import (
     TokenEmbedding,
     TransformerLayer,
     attend,
+    bert_module_config,
     padding_mask,
     segment_mask,
 )
@@ -851,16 +852,7 @@ class MemoriaBert(SegmentEncoder):
         memory_device: torch.device | str | None = None,
     ) -> None:
         bert = encoder.model.config
-        config = ModuleConfig(
-            vocab_size=bert.vocab_size,
-            d_model=bert.hidden_size,
-            heads=bert.num_attention_heads,
-            layers=encoder.num_layers,
-            ffn=bert.intermediate_size,
-            dropout=bert.hidden_dropout_prob,
-            max_positions=bert.max_position_embeddings,
-            causal=False,
-        )
+        config = bert_module_config(encoder)
         super().__init__(config)
         if not 0 <= memory_layer <= config.layers - 2:
             raise ValueError(

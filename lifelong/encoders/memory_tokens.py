@@ -61,16 +61,7 @@ def embed_with_memory(
 
     """
     parts = [p for p in (before, embed.words(input_ids), after) if p is not None]
-    x = torch.cat(parts, dim=1)  # (b, s, d)
-    if embed.positions is not None:
-        s = x.shape[1]
-        if s > embed.positions.num_embeddings:
-            raise ValueError(
-                f"a segment with its memory tokens is {s} positions, more than max_positions "
-                f"{embed.positions.num_embeddings}; use a shorter segment_length"
-            )
-        x = x + embed.positions(torch.arange(s, device=x.device))[None]
-    return embed.dropout(embed.norm(x))
+    return embed.finish(torch.cat(parts, dim=1))  # (b, s, d)
 
 
 def sequence_mask(

@@ -34,35 +34,11 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
-from lifelong.encoders.layers import (
-    FeedForward,
-    ModuleConfig,
-    MultiHeadAttention,
-    TokenEmbedding,
-    TransformerLayer,
-)
+from lifelong.encoders.layers import ModuleConfig, TokenEmbedding, TransformerLayer
 from lifelong.encoders.memory_tokens import MemoryTokens, embed_with_memory, sequence_mask
 from lifelong.encoders.segments import SegmentEncoder, mean_pool
 
 VARIANTS = ("memtr", "memctrl", "bottleneck")
-
-
-class SourceLayer(nn.Module):
-    """Post-LN layer whose queries attend to a given source: ``LN(x + MH(x, src)); LN(· + FF)``."""
-
-    def __init__(self, config: ModuleConfig) -> None:
-        super().__init__()
-        self.attention = MultiHeadAttention(config.d_model, config.heads, config.dropout)
-        self.norm1 = nn.LayerNorm(config.d_model)
-        self.ffn = FeedForward(config.d_model, config.ffn, config.dropout)
-        self.norm2 = nn.LayerNorm(config.d_model)
-
-    def forward(
-        self, x: torch.Tensor, source: torch.Tensor, mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        """Queries (b, q, d), keys/values (b, s, d), mask broadcastable to (b, h, q, s)."""
-        x = self.norm1(x + self.attention(x, source, mask))
-        return self.norm2(x + self.ffn(x))
 
 
 class ControllerLayer(nn.Module):
@@ -77,8 +53,8 @@ class ControllerLayer(nn.Module):
     def __init__(self, config: ModuleConfig, *, bottleneck: bool) -> None:
         super().__init__()
         self.bottleneck = bottleneck
-        self.memory = SourceLayer(config)
-        self.sequence = SourceLayer(config)
+        self.memory = TransformerLayer(config)
+        self.sequence = TransformerLayer(config)
 
     def forward(
         self, memory: torch.Tensor, x: torch.Tensor, mask: torch.Tensor
@@ -87,10 +63,10 @@ class ControllerLayer(nn.Module):
         m = memory.shape[1]
         both = torch.cat([memory, x], dim=1)  # X_ms (b, m + t, d)
         rows = mask.shape[2] > 1  # a per-query (causal) mask, else one row for all queries
-        updated = self.memory(memory, both, mask[:, :, :m] if rows else mask)  # H_mem
+        updated = self.memory(memory, mask[:, :, :m] if rows else mask, both)  # H_mem
         if self.bottleneck:
-            return updated, self.sequence(x, updated, None)
-        return updated, self.sequence(x, both, mask[:, :, m:] if rows else mask)
+            return updated, self.sequence(x, None, updated)
+        return updated, self.sequence(x, mask[:, :, m:] if rows else mask, both)
 
 
 class MemoryTransformer(SegmentEncoder):
@@ -148,4 +124,4 @@ class MemoryTransformer(SegmentEncoder):
         return EncoderOutput(hidden=hidden, pooled=mean_pool(hidden, attention_mask), memory=None)
 
 
-__all__ = ["VARIANTS", "ControllerLayer", "MemoryTransformer", "SourceLayer"]
+__all__ = ["VARIANTS", "ControllerLayer", "MemoryTransformer"]

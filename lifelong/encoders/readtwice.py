@@ -32,8 +32,13 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
-from lifelong.encoders.layers import ModuleConfig, TokenEmbedding, causal_mask, padding_mask
-from lifelong.encoders.memory_transformer import SourceLayer
+from lifelong.encoders.layers import (
+    ModuleConfig,
+    TokenEmbedding,
+    TransformerLayer,
+    causal_mask,
+    padding_mask,
+)
 from lifelong.encoders.segments import SegmentEncoder, mean_pool
 
 
@@ -56,7 +61,7 @@ class ReadTwice(SegmentEncoder):
         self.block = block
         self.memory_size = memory_size
         self.embed = TokenEmbedding(config)
-        self.layers = nn.ModuleList(SourceLayer(config) for _ in range(config.layers))
+        self.layers = nn.ModuleList(TransformerLayer(config) for _ in range(config.layers))
         self.summarise = nn.Linear(2 * config.d_model, config.d_model)
 
     def initial_memory(self, batch: int, like: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -78,7 +83,7 @@ class ReadTwice(SegmentEncoder):
             t = x.shape[1]
             mask = mask & causal_mask(t, t, x.device)[None, None]  # (b, 1, t, t)
         for layer in self.layers:
-            x = layer(x, x, mask)
+            x = layer(x, mask)
         return x
 
     def summaries(
@@ -106,7 +111,7 @@ class ReadTwice(SegmentEncoder):
         if self.config.causal:
             mask = mask & causal_mask(t, n + t, x.device)[None, None]  # (b, 1, t, n + t)
         for layer in self.layers:
-            x = layer(x, torch.cat([memory, x], dim=1), mask)
+            x = layer(x, mask, torch.cat([memory, x], dim=1))
         return x
 
     def forward(

@@ -32,7 +32,12 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
-from lifelong.encoders.layers import ModuleConfig, TokenEmbedding, TransformerLayer
+from lifelong.encoders.layers import (
+    ModuleConfig,
+    TokenEmbedding,
+    TransformerLayer,
+    bert_module_config,
+)
 from lifelong.encoders.memory_tokens import MemoryTokens, embed_with_memory, sequence_mask
 from lifelong.encoders.segments import SegmentEncoder, mean_pool
 
@@ -147,16 +152,7 @@ class RecurrentMemoryBert(SegmentEncoder):
         self, encoder: Any, slots: int = 10, bptt: int | None = None, seed: int = 0
     ) -> None:
         bert = encoder.model.config
-        config = ModuleConfig(
-            vocab_size=bert.vocab_size,
-            d_model=bert.hidden_size,
-            heads=bert.num_attention_heads,
-            layers=encoder.num_layers,
-            ffn=bert.intermediate_size,
-            dropout=bert.hidden_dropout_prob,
-            max_positions=bert.max_position_embeddings - slots,
-            causal=False,
-        )
+        config = bert_module_config(encoder, bert.max_position_embeddings - slots)
         super().__init__(config)
         if bptt is not None and bptt < 1:
             raise ValueError(f"bptt must be >= 1 or None, got {bptt}")
