@@ -417,20 +417,67 @@ def command(args: argparse.Namespace) -> int:
             bars[name] = tqdm(total=total, desc=name, leave=False)
         bars[name].update(1)
 
+    budget = {**asdict(settings), "seed": args.seed, "corpus": str(corpus.path)}
+    done = _finished_rows(Path(args.json), budget) if args.json else {}
+    if done:
+        print(f"resuming: {', '.join(done)} already in {args.json} (same budget)")
+    written = dict(done)
+
     def show(row: Row) -> None:
         print(f"{row.module}: val bpc {row.val_bpc:.3f} ({row.seconds:.0f} s)", flush=True)
+        written[row.module] = row
+        if args.json:  # after every row, so a stopped run keeps what it measured
+            _write_rows(Path(args.json), budget, _file_order(written, modules))
 
-    rows = run_bench(
-        modules, corpus=corpus, settings=settings, seed=args.seed, device=device,
-        progress=progress, on_row=show,
+    run_bench(
+        [m for m in modules if m not in done], corpus=corpus, settings=settings, seed=args.seed,
+        device=device, progress=progress, on_row=show,
     )  # fmt: skip
+    rows = [written[m] for m in modules]
     print()
     print(markdown(rows, settings, args.steps, args.seed))
     if args.json:
-        payload = {
-            "budget": {**asdict(settings), "seed": args.seed, "corpus": str(corpus.path)},
-            "modules": {r.module: asdict(r) for r in rows},
-        }
-        atomic_write_text(args.json, json.dumps(payload, indent=2) + "\n")
+        _write_rows(Path(args.json), budget, _file_order(written, modules))
         print(f"written to {Path(args.json)}")
     return 0
+
+
+def _file_order(rows: dict[str, Row], modules: Sequence[str]) -> list[Row]:
+    """The rows of ``modules`` in their order, then rows an earlier run wrote for others."""
+    earlier = [row for name, row in rows.items() if name not in modules]
+    return [rows[m] for m in modules if m in rows] + earlier
+
+
+def _write_rows(path: Path, budget: dict[str, Any], rows: Sequence[Row]) -> None:
+    """Write the bench's JSON (budget and one entry per module) atomically."""
+    payload = {"budget": budget, "modules": {r.module: asdict(r) for r in rows}}
+    atomic_write_text(path, json.dumps(payload, indent=2) + "\n")
+
+
+def _finished_rows(path: Path, budget: dict[str, Any]) -> dict[str, Row]:
+    """Rows an earlier run of the same budget already wrote to ``path`` (resume), else none.
+
+    Raises:
+        ValueError: ``path`` holds rows of another budget or is not the bench's JSON.
+
+    """
+    if not path.exists():
+        return {}
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        old, rows = payload["budget"], payload["modules"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a `lifelong lm` JSON ({error}); move it or choose "
+                         "another --json") from error  # fmt: skip
+    new = json.loads(json.dumps(budget))  # the types the file holds
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    if changed:
+        key = changed[0]
+        raise ValueError(
+            f"{path} holds rows of another budget ({key}: {old.get(key)!r} there, "
+            f"{new.get(key)!r} now); move it or choose another --json"
+        )
+    try:
+        return {name: Row(**row) for name, row in rows.items()}
+    except TypeError as error:
+        raise ValueError(f"{path}: a row does not match the bench's fields ({error})") from error

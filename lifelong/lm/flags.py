@@ -65,5 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--json", help="also write {'modules': {name: row}} here")
+    parser.add_argument(
+        "--json",
+        help="also write {'budget': ..., 'modules': {name: row}} here, after every row; "
+        "rerun with the same budget to resume (modules already there are skipped)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")

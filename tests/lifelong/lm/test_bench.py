@@ -72,6 +72,35 @@ def test_the_memory_token_and_recurrence_families_run_in_the_bench(corpus, tmp_p
     assert all(row["val_bpc"] > 0 for row in rows.values())
 
 
+def test_the_json_is_written_per_row_and_a_rerun_resumes(corpus, tmp_path, capsys):
+    out = tmp_path / "lm.json"
+    assert lm(corpus, "--modules", "transformer", "--json", str(out)) == 0
+    first = json.loads(out.read_text())
+    capsys.readouterr()
+    assert lm(corpus, "--modules", "transformer,memsizer", "--json", str(out)) == 0
+    printed = capsys.readouterr().out
+    assert "resuming: transformer already in" in printed
+    assert "transformer: val bpc" not in printed  # not trained again
+    second = json.loads(out.read_text())
+    assert list(second["modules"]) == ["transformer", "memsizer"]
+    assert second["modules"]["transformer"] == first["modules"]["transformer"]
+    assert "| transformer |" in printed and "| memsizer |" in printed
+    assert lm(corpus, "--modules", "memsizer", "--json", str(out)) == 0  # others kept
+    assert list(json.loads(out.read_text())["modules"]) == ["memsizer", "transformer"]
+
+
+def test_a_json_of_another_budget_is_refused_before_training(corpus, tmp_path, capsys):
+    out = tmp_path / "lm.json"
+    assert lm(corpus, "--modules", "transformer", "--json", str(out)) == 0
+    capsys.readouterr()
+    assert lm(corpus, "--modules", "transformer", "--seed", "1", "--json", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "holds rows of another budget (seed: 0 there, 1 now)" in err
+    out.write_text("{not json", encoding="utf-8")
+    assert lm(corpus, "--modules", "transformer", "--json", str(out)) == 2
+    assert "not a `lifelong lm` JSON" in capsys.readouterr().err
+
+
 def test_segatron_reads_the_corpus_sentence_and_line_ends():
     from lifelong.lm.bench import BenchSettings, build_lm
 
