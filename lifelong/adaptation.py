@@ -6,9 +6,8 @@ nearest memories {(x_k, y_k)}:
     W_x = argmin_W~  λ ||W~ − W||²  −  Σ_k α_k log p(y_k | x_k; W~),   α_k = 1/K,
 
 approximated by L gradient steps from W (SGD with momentum, as EM-in-LLL takes them); the
-base weights W are never modified. `local_adapt` is that inner loop, written once as a pure
-function over a parameter dict so that MbPA, MbPA++, Meta-MbPA, OML-ER and ANML-ER share it
-(and it can run under ``torch.func.vmap``).
+base weights W are never modified. `lifelong.inner_loop.local_adapt` is that inner loop,
+shared by every strategy that adapts; `lifelong.scopes` says which weights it changes.
 
 `LocalAdapter` applies it at test time along two paths:
 
@@ -20,7 +19,6 @@ function over a parameter dict so that MbPA, MbPA++, Meta-MbPA, OML-ER and ANML-
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -28,21 +26,21 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import torch
 from torch import nn
-from torch.func import grad, vmap
+from torch.func import vmap
 
 from lifelong.encoders.base import attention_implementation
 from lifelong.encoders.hf import PackedLayout
+from lifelong.inner_loop import Params, local_adapt
 from lifelong.lowrank import (
     TokenOwners,
     init_lora,
     lora_forward,
-    lora_pull,
     owner_losses,
     vmapped_lora_logits,
 )
+from lifelong.memory import EpisodicWriter
 from lifelong.model import PADDING_SCORE, Batch, Classifier
 from lifelong.options import (
-    Choice,
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
@@ -50,113 +48,9 @@ from lifelong.options import (
     Range,
     option_group,
 )
-from lifelong.replay import EpisodicWriter
 from lifelong.runtime import eager_call
+from lifelong.scopes import Head, Lora, Scope, parse_scope
 from lifelong.training import evaluating
-
-Params = dict[str, torch.Tensor]
-
-
-def local_adapt(
-    loss_fn: Callable[[Params], torch.Tensor],
-    params: Params,
-    *,
-    steps: int,
-    lr: float,
-    l2: float,
-    momentum: float = 0.0,
-    anchor: Params | None = None,
-    first_order: bool = False,
-    gradient: Callable[[Params], Params] | None = None,
-    loss_scale: float = 1.0,
-    pull: Callable[[Params], Params] | None = None,
-) -> Params:
-    """Take ``steps`` SGD steps on ``loss_fn(W~) + l2 * ||W~ − anchor||²`` from ``params``.
-
-    A pure function: it returns new tensors and modifies nothing. Gradients come from
-    ``torch.func.grad``, so it runs inside ``vmap`` and, when ``params`` require grad, the
-    result stays differentiable with respect to them: through the inner gradients too
-    (second-order meta-learning), or, with ``first_order``, treating them as constants
-    (FOMAML: d W_x / d W = identity).
-
-    With ``momentum`` μ > 0 the steps are heavy-ball SGD exactly as ``torch.optim.SGD(lr,
-    momentum=μ)`` takes them (no dampening, no Nesterov): b_1 = g_1, b_t = μ b_(t−1) + g_t,
-    W~ ← W~ − lr · b_t, where g_t is the gradient of the whole objective, L2 term included.
-    That is EM-in-LLL's local adaptation (Daikon-Sun/EM-in-LLL ``test.py``: ``optim.SGD(...,
-    momentum=0.9)`` on ``CE + λ Σ (W − W~)²``). The momentum buffer is a new tensor each step,
-    so the function stays pure and ``vmap``-safe. μ = 0 (the default, as in the one-step inner
-    loops of Meta-MbPA, OML-ER and ANML-ER) is plain SGD.
-
-    Args:
-        loss_fn: Maps a parameter dict to the (mean, i.e. α_k = 1/K) loss on the neighbours.
-        params: The starting weights W (only the adapted subset).
-        steps: L, the number of gradient steps.
-        lr: Step size.
-        l2: λ, the weight of the pull back to the anchor.
-        momentum: μ, the heavy-ball momentum (0: plain SGD).
-        anchor: Weights of the L2 pull (default: ``params``, detached).
-        first_order: Detach the inner gradients from the graph (first-order meta-gradient).
-        gradient: Computes d loss / d W~ instead of ``torch.func.grad(loss_fn)`` (e.g.
-            `summed_gradient` over chunks of a large neighbour pool); ``loss_fn`` is then unused
-            and ``gradient`` does its own loss scaling.
-        loss_scale: Differentiate ``loss_scale · loss`` and divide the gradient by it: the
-            static scale of fp16 inner loops (`lifelong.runtime.Runtime.inner_loss_scale`);
-            1 (no scaling) in fp32 and bf16.
-        pull: The gradient of the whole pull term (λ included) at W~, for a parametrisation
-            whose pull is not λ||W~ − anchor||² (low-rank deltas: `lifelong.lowrank.lora_pull`);
-            ``l2`` and ``anchor`` are then unused.
-
-    Returns:
-        The adapted weights W_x, same keys as ``params``.
-
-    """
-    anchor = {k: v.detach() for k, v in (anchor or params).items()}
-    step = gradient or _scaled_grad(loss_fn, loss_scale)
-    buffer: Params | None = None  # the momentum buffer b_t (torch.optim.SGD's momentum_buffer)
-    for _ in range(steps):
-        grads = step(params)
-        if first_order:
-            grads = {k: g.detach() for k, g in grads.items()}
-        # d/dW~ of λ||W~ − W||² is 2λ(W~ − W): added in closed form, not through autograd
-        toward = pull(params) if pull else {k: 2 * l2 * (v - anchor[k]) for k, v in params.items()}
-        direction = {k: grads[k] + toward[k] for k in params}
-        if momentum:
-            if buffer is not None:  # the first step's buffer is the gradient itself
-                direction = {k: momentum * buffer[k] + d for k, d in direction.items()}
-            buffer = direction
-        params = {k: v - lr * direction[k] for k, v in params.items()}
-    return params
-
-
-def _scaled_grad(
-    loss_fn: Callable[[Params], torch.Tensor], loss_scale: float
-) -> Callable[[Params], Params]:
-    """``torch.func.grad(loss_fn)``, computed on ``loss_scale · loss`` and divided back."""
-    if loss_scale == 1.0:
-        return grad(loss_fn)
-    scaled = grad(lambda p: loss_fn(p) * loss_scale)
-    return lambda p: {k: g / loss_scale for k, g in scaled(p).items()}
-
-
-def summed_gradient(
-    losses: Sequence[Callable[[Params], torch.Tensor]],
-    weights: Sequence[float],
-    loss_scale: float = 1.0,
-) -> Callable[[Params], Params]:
-    """The gradient of Σ_i w_i · loss_i, one loss (one chunk of examples) at a time.
-
-    Holds only one chunk's graph in memory, so `local_adapt` can take full-batch steps on a
-    neighbour pool of any size. ``loss_scale`` as in `local_adapt`.
-    """
-
-    def gradient(params: Params) -> Params:
-        total = {k: torch.zeros_like(v) for k, v in params.items()}
-        for loss, weight in zip(losses, weights, strict=True):
-            for k, g in _scaled_grad(loss, loss_scale)(params).items():
-                total[k] = total[k] + weight * g
-        return total
-
-    return gradient
 
 
 def frozen_prefix(
@@ -182,106 +76,6 @@ def frozen_prefix(
     if stage == model.encoder.num_layers + 1 and not getattr(model.head, "reads_tokens", False):
         return x[:, :1], mask[:, :1]
     return x, mask
-
-
-@dataclass(frozen=True)
-class AdaptScope:
-    """Which parameters local adaptation changes.
-
-    Attributes:
-        name: ``"all"``, ``"topN"`` (top N encoder layers plus head), ``"head"`` or ``"lora"``
-            (a low-rank delta on every layer's projections plus the head, `lifelong.lowrank`).
-        stage: The encoder stage where adapted parameters begin (see `HFEncoder.run_stages`):
-            0 for all, ``num_layers + 1 − N`` for top N, ``num_layers + 1`` for the head, 1
-            for lora (the embeddings stay frozen).
-        prefixes: Parameter-name prefixes (in the `Classifier`) that are adapted (for lora:
-            the layers the deltas sit on, and the head).
-
-    """
-
-    name: str
-    stage: int
-    prefixes: tuple[str, ...]
-    rank: int = 0
-
-    def params(self, model: nn.Module) -> Params:
-        """The adapted parameters of ``model``, detached from its autograd graph."""
-        return {
-            name: p.detach()
-            for name, p in model.named_parameters()
-            if name.startswith(self.prefixes)
-        }
-
-    def start(self, model: Classifier, seed: int = 0) -> Params:
-        """Where adaptation starts: the weights themselves, or lora's step-0 deltas (one owner).
-
-        The weights keep their autograd graph (unlike `params`), so a meta-step taken from
-        them is differentiable with respect to the model.
-        """
-        if self.name == "lora":
-            return init_lora(model, self.rank, 1, seed)
-        return {n: p for n, p in model.named_parameters() if n.startswith(self.prefixes)}
-
-    def logits(
-        self, model: Classifier, params: Params, inputs: Sequence[torch.Tensor]
-    ) -> torch.Tensor:
-        """Logits of inputs at ``stage`` (`frozen_prefix`) under the adapted ``params``."""
-        if self.name == "lora":
-            x, mask = inputs[:2]  # stage 1: the token types are in the embeddings already
-            return lora_forward(model, params, x, mask, [0, len(x)])
-        return eager_call(model, params, tuple(inputs), {"start": self.stage, "packed": True})
-
-    def pull(self, anchor: Params, l2: float) -> Callable[[Params], Params] | None:
-        """`local_adapt`'s ``pull`` for this scope: lora's exact λ||BA||², else the default."""
-        if self.name == "lora":
-            return lambda p: lora_pull(p, anchor, l2)
-        return None
-
-
-def parse_scope(text: str, num_layers: int, rank: int = 8) -> AdaptScope:
-    """Turn ``"all"``, ``"head"``, ``"lora"`` or ``"top<N>"`` into an `AdaptScope` for a model.
-
-    Args:
-        text: The scope's name.
-        num_layers: The encoder's stage-wise layers.
-        rank: lora's r (``adapt_rank``); unused by the other scopes.
-
-    Raises:
-        ValueError: An unknown scope, or N outside 1..num_layers; ``all`` or ``top<N>`` for an
-            encoder without stage-wise layers (``num_layers == 0``: the memory-augmented
-            document encoders, which support ``head`` only).
-
-    """
-    if text != "head" and num_layers == 0:
-        raise ValueError(
-            f"adapt_scope {text!r} needs a BERT-style encoder with stage-wise layers; "
-            "memory-augmented encoders support adapt_scope 'head' only"
-        )
-    if text == "all":
-        return AdaptScope("all", 0, ("",))
-    if text == "head":
-        return AdaptScope("head", num_layers + 1, ("head.",))
-    if text == "lora":
-        layers = tuple(f"encoder.model.encoder.layer.{i}." for i in range(num_layers))
-        return AdaptScope("lora", 1, (*layers, "head."), rank)
-    match = re.fullmatch(r"top(\d+)", text)
-    if match and 1 <= int(match.group(1)) <= num_layers:
-        n = int(match.group(1))
-        layers = tuple(
-            f"encoder.model.encoder.layer.{i}." for i in range(num_layers - n, num_layers)
-        )
-        return AdaptScope(text, num_layers + 1 - n, (*layers, "head."))
-    raise ValueError(
-        f"adapt_scope {text!r}: expected 'all', 'head', 'lora' or 'top<N>' with "
-        f"1 <= N <= {num_layers}"
-    )
-
-
-Scope = Annotated[
-    str, Choice("all", "head", "lora", pattern=r"top[1-9][0-9]*", pattern_name="top<N>")
-]
-"""Which parameters adaptation changes: ``all``, ``head``, ``top<N>`` (top N layers + head) or
-``lora`` (a rank-``adapt_rank`` delta on every layer's projections + the head)."""
 
 
 @option_group
@@ -403,7 +197,7 @@ class LocalAdapter:
         self.loss_scale = loss_scale
         self.writer = writer
         self.options = options
-        self.scope = parse_scope(options.adapt_scope, model.encoder.num_layers, options.adapt_rank)
+        self.scope = parse_scope(options.adapt_scope, model.encoder, options.adapt_rank)
         self.rng = np.random.default_rng(seed)
         self._cache: dict[int, _Stored] = {}  # slot -> its rows at scope.stage
         self.adapted = 0  # test examples predicted with adapted weights (for tests and logs)
@@ -431,7 +225,7 @@ class LocalAdapter:
                     return self.model(*batch.inputs())
             slots = self.neighbours(batch)
             path = self.fast_logits if self.options.adapt_path == "fast" else self.reference_logits
-            if self.scope.name == "lora":
+            if isinstance(self.scope, Lora):
                 path = self.lora_logits
             out = path(batch, slots)
             self.adapted += batch.num_examples
@@ -475,7 +269,7 @@ class LocalAdapter:
         with torch.no_grad():
             tests = self._prefix(batch)  # (n, t, ...), (n, t)[, (n, t) token types at stage 0]
         self._fill_cache(slots)
-        chunk = self.options.fast_chunk or (64 if self.scope.name == "head" else 1)
+        chunk = self.options.fast_chunk or (64 if isinstance(self.scope, Head) else 1)
         if batch.groups is not None:  # several rows per example: shapes differ, no vmap
             chunk = 1
         # one example at a time runs the layers on real tokens only; vmap cannot (data-dependent)

@@ -193,8 +193,8 @@ def evaluate_metrics(
     max over gold answers, mean over questions).
 
     A strategy that adapts once per test set (Meta-MbPA's coarse adaptation, OML-ER's meta-test)
-    defines ``predict_set(batches) -> list of score tensors`` and gets the whole set at once;
-    any other is asked ``predict(batch)`` batch by batch.
+    returns scores from ``predict_set(batches)`` for the whole set at once; any other (its
+    ``predict_set`` returns ``None``) is asked ``predict(batch)`` batch by batch.
 
     Batches are length-aware when the kind knows its examples' lengths (a run's token-cached
     kind, `lifelong.tasks.cache.CachedKind.lengths`): examples are sorted by length before
@@ -205,9 +205,8 @@ def evaluate_metrics(
     bar = tqdm(total=len(examples), desc=desc, unit="ex", leave=False, disable=not progress)
     chunks = list(batches(length_sorted(examples, kind), batch_size))
     test = [kind(chunk) for chunk in chunks]
-    predict_set = getattr(strategy, "predict_set", None)
-    if callable(predict_set):
-        predictions = predict_set(test)
+    predictions = strategy.predict_set(test)
+    if predictions is not None:
         bar.update(len(examples))
     else:
         predictions = []
@@ -235,8 +234,7 @@ def _check_finite_scores(predictions: Sequence[Any], desc: str) -> None:
 
 def length_sorted(examples: Sequence[Example], kind: TaskKind) -> Sequence[Example]:
     """``examples`` shortest first (stable) when ``kind`` knows their lengths, else as given."""
-    lengths = getattr(kind, "lengths", None)
-    sizes = lengths(examples) if callable(lengths) else None
+    sizes = kind.lengths(examples)
     if sizes is None:
         return examples
     return [examples[i] for i in np.argsort(sizes, kind="stable")]
@@ -304,13 +302,13 @@ def evaluate_all_metrics(
 
     Keyword arguments (``batch_size``, ``progress``) are those of `evaluate_metrics`.
     """
-    _hook(strategy, "on_eval_start")
-    _hook(strategy, "on_eval_sets", [task.test for task in stream])  # every test set, up front
+    strategy.on_eval_start()
+    strategy.on_eval_sets([task.test for task in stream])  # every test set, up front
     per_task = [
         evaluate_metrics(strategy, task.test, kind, desc=f"eval {task.name}", **kw)
         for task in stream
     ]
-    _hook(strategy, "on_eval_end")
+    strategy.on_eval_end()
     return {name: np.array([m[name] for m in per_task]) for name in per_task[0]}
 
 
@@ -370,7 +368,7 @@ def run_stream(
     T = len(stream)
     position = start or StreamPosition()
     with runtime.autocast():
-        _hook(strategy, "on_stream_start", stream)  # on a resume too: rebuild, not reset
+        strategy.on_stream_start(stream)  # on a resume too: rebuild, not reset
 
     def evaluate_now(trained: int) -> np.ndarray:
         with runtime.autocast():
@@ -404,7 +402,7 @@ def run_stream(
                 prefetch,
                 listener,
             )
-            trained = _hook(strategy, "on_task_end", i)
+            trained = strategy.on_task_end(i)
         _report_task_end_steps(trained, stream, i, batch_size, listener)
         row = evaluate_now(i + 1)
         log.info("after %s: %s", stream.tasks[i].name, _fmt(stream.task_names, row))
@@ -434,7 +432,7 @@ def _train_task(
     task, T, done = stream.tasks[i], len(stream), position.step
     offset = position.global_step(stream, batch_size) - done  # earlier tasks' mini-batches
     if done == 0:
-        _hook(strategy, "on_task_start", i)
+        strategy.on_task_start(i)
     else:
         log.info("resuming %s after %d mini-batches", task.name, done)
     bar = tqdm(
@@ -466,11 +464,6 @@ def _train_task(
 def _save(checkpointer: Checkpointer | None, strategy: Strategy, position: StreamPosition) -> None:
     if checkpointer is not None:
         checkpointer.save(strategy, position)
-
-
-def _hook(strategy: Strategy, name: str, *args: object) -> Any:
-    hook = getattr(strategy, name, None)
-    return hook(*args) if callable(hook) else None
 
 
 def _report_task_end_steps(

@@ -13,7 +13,7 @@ and out; `lifelong.encoders.hf.PROJECTIONS`),
 and the head is adapted in full, as in the other scopes. The objective is MbPA++'s, on the
 deltas: the mean neighbour loss (α_k = 1/K) plus λ‖W̃_i − W‖² = λ‖B_i A_i‖² summed over the
 projections (computed exactly, not ‖A‖² + ‖B‖²) plus λ‖H̃_i − H‖² for the head, minimised with
-the same L steps (SGD with momentum, `lifelong.adaptation.local_adapt`).
+the same L steps (SGD with momentum, `lifelong.inner_loop.local_adapt`).
 
 The base weights are never copied: the neighbours of all test examples in a chunk go through
 each base projection as one matmul over their real tokens (`HFEncoder.run_stages` with
@@ -62,9 +62,8 @@ def lora_modules(model: Classifier) -> list[str]:
             "adapt_scope 'lora' needs a BERT-style encoder with stage-wise layers; "
             "memory-augmented encoders support adapt_scope 'head' only"
         )
-    return [
-        f"encoder.model.encoder.layer.{i}.{name}" for i in range(layers) for name in PROJECTIONS
-    ]
+    prefixes = [f"encoder.{model.encoder.layer_prefix(i)}" for i in range(layers)]
+    return [prefix + name for prefix in prefixes for name in PROJECTIONS]
 
 
 def init_lora(model: Classifier, rank: int, owners: int, seed: int = 0) -> Params:

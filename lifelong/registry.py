@@ -30,6 +30,10 @@ class UnknownStrategyError(ValueError):
     """No strategy is registered under a name."""
 
 
+class IncompleteStrategyError(ValueError):
+    """A registered strategy class lacks hooks the learner calls."""
+
+
 def register(name: str, cls: type) -> None:
     """Register a strategy class under ``name`` for this process."""
     _registered[name] = cls
@@ -79,7 +83,25 @@ def parse(name: str, options: Mapping[str, Any] | None = None) -> Any:
         OptionsError: An unknown option or a value its field does not allow (named).
 
     """
+    check_hooks(name, get(name))  # before anything loads, like the options
     return parse_options(options_class(name), options or {}, owner=f"strategy {name!r}")
+
+
+def check_hooks(name: str, cls: type) -> None:
+    """Raise unless strategy class ``cls`` has every hook the learner calls.
+
+    Raises:
+        IncompleteStrategyError: Hooks are missing (named), with how to get their defaults.
+
+    """
+    from lifelong.strategy import HOOKS
+
+    missing = [hook for hook in HOOKS if not callable(getattr(cls, hook, None))]
+    if missing:
+        raise IncompleteStrategyError(
+            f"strategy {name!r} ({cls.__module__}.{cls.__qualname__}) lacks the learner's hooks "
+            f"{', '.join(missing)}: inherit lifelong.StrategyHooks (do-nothing defaults)"
+        )
 
 
 def build(name: str, context: StrategyContext, options: Any = None) -> Strategy:
@@ -93,6 +115,7 @@ def build(name: str, context: StrategyContext, options: Any = None) -> Strategy:
 
     """
     cls = get(name)
+    check_hooks(name, cls)
     options_cls = options_class(name)
     if not isinstance(options, options_cls):
         if options is not None and not isinstance(options, Mapping):

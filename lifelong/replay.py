@@ -1,10 +1,11 @@
 """Episodic writes and sparse experience replay, shared by every strategy that uses memory.
 
-`EpisodicWriter` offers every stream example to an `EpisodicMemory` keyed by a frozen copy of
-the pre-trained encoder; a memory value is one whole example, which the task kind expands into
-rows when it is read. `ReplaySchedule` is the one replay schedule of every strategy that replays:
-de Masson d'Autume et al. (2019, §3.2 and §4.2): every R_I new *examples*, ⌊r·R_I⌋ *examples*
-drawn uniformly from memory (the paper: 100 per 10,000). `SparseReplay` puts the two together.
+`episodic_writer` builds a strategy's `lifelong.memory.EpisodicWriter` (every stream example
+offered to an `EpisodicMemory` keyed by a frozen copy of the pre-trained encoder; a memory
+value is one whole example, which the task kind expands into rows when it is read).
+`ReplaySchedule` is the one replay schedule of every strategy that replays: de Masson d'Autume
+et al. (2019, §3.2 and §4.2): every R_I new *examples*, ⌊r·R_I⌋ *examples* drawn uniformly
+from memory (the paper: 100 per 10,000). `SparseReplay` puts the two together.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from lifelong.memory import EpisodicMemory, KeyEncoder, RandomWrite, WriteAll, WritePolicy
-from lifelong.memory.records import ExampleRecords
+from lifelong.memory import EpisodicMemory, EpisodicWriter, WritePolicy
 from lifelong.model import Batch
 from lifelong.options import PositiveFloat, PositiveInt, Probability, Range, option_group
 from lifelong.strategy import StrategyContext
@@ -132,87 +132,32 @@ class ReplaySchedule:
         self.seen, self.replays = int(state["seen"]), int(state["replays"])
 
 
-class EpisodicWriter:
-    """An episodic memory of whole examples plus the frozen key network that keys them.
+def episodic_writer(
+    context: StrategyContext,
+    write_prob: float = 1.0,
+    *,
+    policy: WritePolicy | None = None,
+    keyed: bool = True,
+) -> EpisodicWriter:
+    """The `EpisodicWriter` of a strategy: its task kind, model encoder, seed, device and search.
 
     Args:
-        context: Supplies the model (its pre-trained encoder is copied as the key network, so
-            build this before training starts), the task kind (how examples are keyed,
-            stored and expanded into rows), and the memory's device and search
-            (``runtime.device``, ``memory_index``).
+        context: The strategy's context (build this before training starts: the key network
+            is a copy of the model's pre-trained encoder).
         write_prob: Probability of writing each example (1 = all of them, as in MbPA++).
         policy: Any other write policy (e.g. `DiversityWrite`); overrides ``write_prob``.
-        keyed: Whether examples are keyed. A strategy that only samples its memory (REPLAY,
-            A-GEM, OML-ER, ANML-ER, MAML-ER, MbPA++-rand) passes False: no key network is
-            copied and nothing is encoded on a write, as in Holla et al.'s ``cls_replay.py``,
-            whose memory stores examples without keys.
+        keyed: Whether examples are keyed (False: a memory that is only sampled).
 
     """
-
-    def __init__(
-        self,
-        context: StrategyContext,
-        write_prob: float = 1.0,
-        *,
-        policy: WritePolicy | None = None,
-        keyed: bool = True,
-    ) -> None:
-        self.task = context.task
-        self.key_encoder: KeyEncoder | None = None
-        if keyed:
-            self.key_encoder = KeyEncoder(context.model.encoder, position=self.task.key_position)
-        if policy is None:
-            policy = WriteAll() if write_prob >= 1.0 else RandomWrite(write_prob)
-        self.memory = EpisodicMemory(
-            self.key_encoder.dim if self.key_encoder else 0,
-            policy=policy,
-            seed=context.seed,
-            device=context.runtime.device,
-            index=context.memory_index,
-        )
-        self.offered = 0  # stream examples offered to memory
-        self.written = 0  # examples the policy wrote (overwrites included)
-
-    def keys(self, examples: ExampleRecords) -> np.ndarray:
-        """Memory keys of ``examples``, one per example, shape (n, key_dim)."""
-        if self.key_encoder is None:
-            raise ValueError("this writer keys nothing (keyed=False): its memory is only sampled")
-        return self.key_encoder(self.task.key_rows(examples))
-
-    def write(self, batch: Batch) -> np.ndarray:
-        """Offer the batch's examples to memory; keys are computed only for those written."""
-        if batch.examples is None:
-            raise ValueError("only batches made by a task kind carry the examples memory stores")
-        examples = batch.examples.only(self.task.stored_fields)
-        keys = None
-        if self.key_encoder is not None:
-            keys = lambda chosen: self.keys(examples.select(chosen))  # noqa: E731
-        slots = self.memory.write(examples, keys)
-        self.offered += len(examples)
-        self.written += len(slots)
-        return slots
-
-    def batch(self, slots: np.ndarray) -> Batch:
-        """The stored examples in ``slots`` as model rows."""
-        return self.task.rows(self.memory.get(slots).examples)
-
-    def report(self) -> dict[str, float]:
-        """Examples held at the end and the fraction of offered examples written."""
-        rate = self.written / self.offered if self.offered else 0.0
-        return {"memory_examples": len(self.memory), "write_rate": round(rate, 4)}
-
-    def state_dict(self) -> dict[str, Any]:
-        """The memory (as bytes) and the write counts."""
-        return {
-            "memory": self.memory.state_dict(),
-            "offered": self.offered,
-            "written": self.written,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore the memory and the write counts."""
-        self.memory.load_state_dict(state["memory"])
-        self.offered, self.written = int(state["offered"]), int(state["written"])
+    return EpisodicWriter(
+        context.task,
+        context.model.encoder if keyed else None,
+        write_prob=write_prob,
+        policy=policy,
+        seed=context.seed,
+        device=context.runtime.device,
+        index=context.memory_index,
+    )
 
 
 class SparseReplay:
@@ -222,7 +167,7 @@ class SparseReplay:
     `replay_batches` (chunks of a single replay batch of ⌊r·R_I⌋ examples).
 
     Args:
-        context: As for `EpisodicWriter`.
+        context: As for `episodic_writer`.
         options: Replay rate.
         write_prob: Write probability (ignored with ``writer``).
         writer: A writer of one's own (e.g. with a diversity policy).
@@ -242,7 +187,7 @@ class SparseReplay:
     ) -> None:
         self.schedule = ReplaySchedule.from_options(options)
         self.chunk = options.replay_chunk
-        self.writer = writer or EpisodicWriter(context, write_prob, keyed=keyed)
+        self.writer = writer or episodic_writer(context, write_prob, keyed=keyed)
         self.mode = getattr(options, "replay_mode", "mean")  # `ReplayLossOptions`
         self.batch_size = context.batch_size
         clip = getattr(options, "replay_grad_norm", None)  # `ReplayClipOptions`

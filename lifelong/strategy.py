@@ -3,19 +3,14 @@
 A strategy is a class with a ``name``, a one-line ``description``, an ``Options`` dataclass
 (`lifelong.options`) and a constructor ``(context, options)``. The learner calls ``observe``
 for every training mini-batch (no task identifier) and ``predict`` (row scores, e.g. logits)
-for every evaluation batch. Hooks are optional: a strategy that needs task boundaries (e.g.
-online EWC) defines ``on_task_start`` / ``on_task_end``; an upper bound that must see every
-task from the start (MTL) defines ``on_stream_start(stream)``; one that must see the evaluation
-phases defines ``on_eval_start`` / ``on_eval_end`` (and ``on_eval_sets(test_sets)``, which gets
-every task's test examples before any is predicted: Meta-MbPA's coarse adaptation once for the
-whole evaluation); one that adapts once per test set defines
-``predict_set(batches)`` returning one score tensor per batch (the learner then hands it each
-test set whole); one with end-of-run numbers (e.g. the examples its memory holds and its write
-rate) defines ``report()``, whose dict lands in the run's ``metrics.json`` under ``"strategy"``.
+for every evaluation batch. The learner also calls eight hooks, declared on the protocol
+and given do-nothing defaults by `StrategyHooks`, which every strategy class inherits (as
+Avalanche's templates declare every callback): a strategy overrides the ones it needs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -26,6 +21,7 @@ if TYPE_CHECKING:
 
     from lifelong.model import Batch, Classifier
     from lifelong.tasks import TaskKind
+    from streams.core import Example, TaskStream
 
 
 @dataclass
@@ -46,7 +42,7 @@ class StrategyContext:
         memory_index: The nearest-neighbour search of keyed episodic memories: the run
             config's ``memory_index`` (``auto``, ``torch``, ``Flat`` or a FAISS factory
             string; see `lifelong.memory.EpisodicMemory`), passed on by
-            `lifelong.replay.EpisodicWriter`.
+            `lifelong.replay.episodic_writer`.
 
     """
 
@@ -57,6 +53,70 @@ class StrategyContext:
     seed: int = 0
     runtime: Runtime = CPU
     memory_index: str = "auto"
+
+
+HOOKS = (
+    "on_stream_start",
+    "on_task_start",
+    "on_task_end",
+    "on_eval_start",
+    "on_eval_sets",
+    "on_eval_end",
+    "predict_set",
+    "report",
+)
+"""The hooks the learner calls (in stream order), declared on `Strategy`."""
+
+
+class StrategyHooks:
+    """Do-nothing defaults of the learner's hooks; a strategy overrides what it needs.
+
+    The learner calls every hook directly (no probing for optional methods), so a type checker
+    sees each call. Built-in strategies and third-party ones inherit this class; the registry
+    refuses a strategy class that lacks a hook (`lifelong.registry.build`).
+    """
+
+    def on_stream_start(self, stream: TaskStream) -> None:
+        """Before the first task, on a resume too (rebuild, do not reset): MTL sees every task."""
+
+    def on_task_start(self, task: int) -> None:
+        """Before task ``task``'s first mini-batch (e.g. a fresh per-task optimiser)."""
+
+    def on_task_end(self, task: int) -> list[dict[str, float]] | None:
+        """After task ``task``'s last mini-batch (online EWC's Fisher).
+
+        Returns:
+            ``None``, or the statistics of updates taken here, one dict per update (the
+            Avalanche templates train a whole experience at the task's end): the learner
+            hands them to the trackers at the task's steps and checks them as in ``observe``.
+
+        """
+        return None
+
+    def on_eval_start(self) -> None:
+        """Before an evaluation of every test set (after each task, and the final one)."""
+
+    def on_eval_sets(self, sets: Sequence[Sequence[Example]]) -> None:
+        """Every task's test examples, before any is predicted (Meta-MbPA's coarse adaptation)."""
+
+    def on_eval_end(self) -> None:
+        """After an evaluation: undo what ``on_eval_start``/``on_eval_sets`` set up."""
+
+    def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor] | None:
+        """Scores of a whole test set at once, one tensor per batch, or ``None``.
+
+        A strategy that adapts once per test set (OML-ER's meta-test) returns the scores; the
+        default ``None`` makes the learner ask `Strategy.predict` batch by batch.
+        """
+        return None
+
+    def report(self) -> dict[str, float]:
+        """End-of-run numbers (``metrics.json`` under ``"strategy"``; none by default).
+
+        ``memory_examples`` and ``write_rate``, where present, are also copied to the top level
+        of ``metrics.json``, comparable across strategies.
+        """
+        return {}
 
 
 @runtime_checkable
@@ -85,4 +145,36 @@ class Strategy(Protocol):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what `state_dict` returned."""
+        ...
+
+    def on_stream_start(self, stream: TaskStream) -> None:
+        """See `StrategyHooks.on_stream_start`."""
+        ...
+
+    def on_task_start(self, task: int) -> None:
+        """See `StrategyHooks.on_task_start`."""
+        ...
+
+    def on_task_end(self, task: int) -> list[dict[str, float]] | None:
+        """See `StrategyHooks.on_task_end`."""
+        ...
+
+    def on_eval_start(self) -> None:
+        """See `StrategyHooks.on_eval_start`."""
+        ...
+
+    def on_eval_sets(self, sets: Sequence[Sequence[Example]]) -> None:
+        """See `StrategyHooks.on_eval_sets`."""
+        ...
+
+    def on_eval_end(self) -> None:
+        """See `StrategyHooks.on_eval_end`."""
+        ...
+
+    def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor] | None:
+        """See `StrategyHooks.predict_set`."""
+        ...
+
+    def report(self) -> dict[str, float]:
+        """See `StrategyHooks.report`."""
         ...

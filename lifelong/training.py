@@ -1,4 +1,8 @@
-"""Building blocks strategies compose: optimiser, one gradient step, evaluation mode, seeding."""
+"""Building blocks strategies compose: optimiser, one gradient step, evaluation mode, seeding.
+
+Also EM-in-LLL's per-task optimiser and schedule (`TaskSchedule`, `TaskOptimizerOptions`) and
+its head dropout (`HeadDropoutOptions`), which MbPA and MbPA++ share.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,14 @@ import os
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from lifelong.model import Batch, Classifier
+from lifelong.options import NonNegativeInt, Probability, option_group
 from lifelong.runtime import CPU, Runtime
 
 
@@ -216,3 +222,112 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+@option_group
+class TaskOptimizerOptions:
+    """EM-in-LLL's optimiser, rebuilt at every task start (off by default).
+
+    Daikon-Sun/EM-in-LLL ``train.py`` (``train_task``) builds, for every task, a fresh
+    ``AdamW(lr, eps=1e-8, weight_decay=0)`` and a ``WarmupLinearSchedule(warmup_steps=0,
+    t_total=len(train_dataset) // 10)``: Adam's moments and the learning rate restart at each
+    task, the rate rises linearly over the warm-up and then falls linearly to 0 at ``t_total``
+    scheduler steps (one per update, replay updates included). This is an implementation choice
+    of that reimplementation, not the paper's: de Masson d'Autume et al. (2019, §4.2) give Adam
+    with lr 3e-5 and no schedule, which stays our default (one AdamW for the whole stream).
+
+    The reference knows each task's size ahead; a strategy does not, so the decay length is an
+    option in updates. Its default 11,500 is the reference's ``t_total`` for its (and the
+    paper's) text-classification tasks of 115,000 training examples (``settings.py``
+    ``--n_train 115000``): 115,000 // 10.
+    """
+
+    optimizer_per_task: bool = False  # fresh AdamW + schedule at every task start (EM-in-LLL)
+    warmup_steps: NonNegativeInt = 0  # updates of linear warm-up (EM-in-LLL --warmup_steps 0)
+    schedule_steps: NonNegativeInt = 11_500  # updates to reach lr 0 (EM-in-LLL t_total); 0: none
+
+
+@option_group
+class HeadDropoutOptions:
+    """Dropout on the pooled vector before the classifier while training (EM-in-LLL's model).
+
+    EM-in-LLL trains pytorch_transformers' ``BertForSequenceClassification`` (``settings.py``),
+    whose classifier reads ``dropout(pooled)`` with ``hidden_dropout_prob`` 0.1 (BERT-base's
+    config) while training; at test time it is off (``test.py``), as in our local adaptation,
+    which runs in evaluation mode.
+    """
+
+    head_dropout: Probability = 0.1  # on the pooled vector, training only (BERT's 0.1)
+
+
+def set_head_dropout(model: Any, p: float) -> None:
+    """Set the dropout of a classification head's pooled input (heads without one: no-op)."""
+    dropout = getattr(model.head, "dropout", None)
+    if isinstance(dropout, torch.nn.Dropout):
+        dropout.p = p
+
+
+class TaskSchedule:
+    """A fresh AdamW at every task start and EM-in-LLL's linear warm-up/decay within a task.
+
+    The rate of the u-th update of a task (u = 1, 2, ...) is ``lr · factor(u)``, set before the
+    update as the reference's ``scheduler.step()`` before ``optimizer.step()`` does.
+
+    Args:
+        trainer: The trainer whose optimiser is replaced at each task start.
+        lr: The peak learning rate.
+        options: Warm-up and decay lengths.
+
+    """
+
+    def __init__(self, trainer: Trainer, lr: float, options: TaskOptimizerOptions) -> None:
+        self.trainer, self.lr = trainer, lr
+        self.warmup, self.total = options.warmup_steps, options.schedule_steps
+        self.updates = 0  # updates taken in the current task
+        self.start_task()  # the first task's optimiser, even before any on_task_start
+
+    @classmethod
+    def maybe(
+        cls, trainer: Trainer, lr: float, options: TaskOptimizerOptions
+    ) -> TaskSchedule | None:
+        """A schedule if ``options.optimizer_per_task``, else None (one optimiser throughout)."""
+        return cls(trainer, lr, options) if options.optimizer_per_task else None
+
+    @staticmethod
+    def parts(schedule: TaskSchedule | None) -> dict[str, TaskSchedule]:
+        """The strategy-state part of a schedule: its counter, only when there is one."""
+        return {} if schedule is None else {"schedule": schedule}
+
+    def factor(self, u: int) -> float:
+        """``WarmupLinearSchedule``'s multiplier of the u-th update (pytorch_transformers 1.x)."""
+        if u < self.warmup:
+            return u / max(1, self.warmup)
+        if not self.total:  # no decay: constant after the warm-up
+            return 1.0
+        return max(0.0, (self.total - u) / max(1.0, self.total - self.warmup))
+
+    def start_task(self) -> None:
+        """Replace the optimiser by a fresh one (Adam state and rate restart)."""
+        params = [p for p in self.trainer.model.parameters() if p.requires_grad]
+        # EM-in-LLL train.py: AdamW(lr, eps=adam_epsilon=1e-8), weight_decay 0 (settings.py)
+        self.trainer.optimizer = torch.optim.AdamW(params, lr=self.lr, eps=1e-8, weight_decay=0)
+        self.updates = 0
+
+    def advance(self) -> None:
+        """Count one more update and set the optimiser's rate for it."""
+        self.updates += 1
+        for group in self.trainer.optimizer.param_groups:
+            group["lr"] = self.lr * self.factor(self.updates)
+
+    def step(self, batches: Batch | Sequence[Batch]) -> float:
+        """One update of the trainer at the scheduled rate; returns its loss."""
+        self.advance()
+        return self.trainer.step(batches)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Updates taken in the current task (the optimiser is saved with the trainer)."""
+        return {"updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the count of updates of the current task."""
+        self.updates = int(state["updates"])

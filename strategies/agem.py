@@ -21,7 +21,7 @@ from lifelong.model import Batch, Classifier
 from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
 from lifelong.state import Components, Counters, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, accumulate
 
 
@@ -74,7 +74,7 @@ def assign_gradient(model: Classifier, g: torch.Tensor) -> None:
         offset += p.numel()
 
 
-class AGEM:
+class AGEM(StrategyHooks):
     """Gradient projection against episodic memories; memory writes as in MbPA++.
 
     Args:

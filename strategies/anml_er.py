@@ -24,9 +24,9 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from lifelong.adaptation import Params
 from lifelong.encoders.base import EncoderOutput
-from lifelong.episodes import adapt_per_batch
+from lifelong.inner_loop import Params
+from lifelong.meta_episodes import adapt_per_batch
 from lifelong.model import Batch, Classifier
 from lifelong.options import option_group
 from lifelong.strategy import StrategyContext

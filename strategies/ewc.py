@@ -23,7 +23,7 @@ from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveInt, Probability, option_group
 from lifelong.replay import ClipOptions
 from lifelong.state import Components, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
 Params = dict[str, torch.Tensor]
@@ -70,7 +70,7 @@ class FisherState:
         self.anchor = {k: v.to(where[k]) for k, v in state["anchor"].items()}
 
 
-class EWC:
+class EWC(StrategyHooks):
     """Fine-tuning with an online-EWC penalty that anchors the weights of earlier tasks.
 
     Args:

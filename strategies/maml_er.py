@@ -1,12 +1,12 @@
 """MAML-ER (Holla et al., 2020): MAML over the whole network with sparse experience replay.
 
 The ablation of OML-ER in which nothing is held fixed in the inner loop. Episodes and replay are
-OML-ER's (see `lifelong.episodes`): m = 5 support batches of b = 16 and a query, the next stream
-batch or, every R_F episodes, a replay batch of ⌊r·R_I⌋ memory examples (R_I = 9,600, r = 0.01).
-Inner loop: one functional SGD step (lr α) on *all* trainable weights, encoder and head, per
+OML-ER's (see `lifelong.meta_episodes`): m = 5 support batches of b = 16 and a query, the next
+stream batch or, every R_F episodes, a replay batch of ⌊r·R_I⌋ memory examples (R_I = 9,600, r =
+0.01). Inner loop: one functional SGD step (lr α) on *all* trainable weights, encoder and head, per
 support batch; the module's own weights are never modified. Outer loop: Adam on all weights with
-the query loss's gradient at the adapted weights: first-order by default (FOMAML, as the
-reference code, MetaLifelongLanguage ``models/cls_maml.py``, which runs `higher` with
+the query loss's gradient at the adapted weights: first-order by default (FOMAML, as the reference
+code, MetaLifelongLanguage ``models/cls_maml.py``, which runs `higher` with
 ``track_higher_grads=False``), or second-order (back through the inner steps) with
 ``first_order=False``. Every stream example is written to memory after its episode
 (p_write = 1); the reference does not clip gradients, so neither do we by default.
@@ -30,9 +30,9 @@ from typing import ClassVar, Literal
 import numpy as np
 import torch
 
-from lifelong.adaptation import Params
 from lifelong.encoders.base import attention_implementation
-from lifelong.episodes import Episode, EpisodeBuffer, adapt_per_batch, meta_test_slots
+from lifelong.inner_loop import Params
+from lifelong.meta_episodes import Episode, EpisodeBuffer, adapt_per_batch, meta_test_slots
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.replay import (
@@ -44,7 +44,7 @@ from lifelong.replay import (
 )
 from lifelong.runtime import eager_call
 from lifelong.state import Components, Counters, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
 
 
@@ -68,7 +68,7 @@ class MAMLEROptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOptions)
     dropout: bool = False  # cls_maml.py never calls .train(): BERT meta-trains without dropout
 
 
-class MAMLER:
+class MAMLER(StrategyHooks):
     """MAML episodes over the whole network, with sparse replay queries.
 
     Args:

@@ -26,12 +26,12 @@ from lifelong.replay import (
     WriteOptions,
 )
 from lifelong.state import Components, delegated
-from lifelong.strategy import StrategyContext
-from lifelong.training import Trainer
-from strategies.mbpa import (
+from lifelong.strategy import StrategyContext, StrategyHooks
+from lifelong.training import (
     HeadDropoutOptions,
     TaskOptimizerOptions,
     TaskSchedule,
+    Trainer,
     set_head_dropout,
 )
 
@@ -61,7 +61,7 @@ class MbPAPlusPlusRandOptions(MbPAPlusPlusOptions):
     retrieval: Literal["nearest", "random"] = "random"  # K random memories, not the nearest
 
 
-class MbPAPlusPlus:
+class MbPAPlusPlus(StrategyHooks):
     """Sparse experience replay while training, kNN local adaptation while predicting.
 
     Args:

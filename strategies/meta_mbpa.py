@@ -54,23 +54,17 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from lifelong.adaptation import (
-    LocalAdaptationOptions,
-    Params,
-    Scope,
-    frozen_prefix,
-    local_adapt,
-    parse_scope,
-    summed_gradient,
-)
+from lifelong.adaptation import LocalAdaptationOptions, frozen_prefix
 from lifelong.encoders.base import attention_implementation
-from lifelong.memory import DiversityWrite, EpisodicMemory
+from lifelong.inner_loop import Params, local_adapt, summed_gradient
+from lifelong.memory import DiversityWrite, EpisodicMemory, EpisodicWriter
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range, option_group
-from lifelong.replay import ClipOptions, EpisodicWriter, ReplayOptions, SparseReplay
+from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, episodic_writer
 from lifelong.runtime import eager_call
+from lifelong.scopes import Head, Lora, Scope, parse_scope
 from lifelong.state import Components, Counters, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
 from streams.core import Example
 
@@ -105,7 +99,7 @@ class MetaMbPAOptions(ReplayOptions, LocalAdaptationOptions, ClipOptions):
     pool_chunk: PositiveInt = 32  # memory examples per forward pass in a coarse step
 
 
-class MetaMbPA:
+class MetaMbPA(StrategyHooks):
     """Meta-learnt local adaptation, diversity writes, meta-replay and coarse adaptation.
 
     Args:
@@ -127,10 +121,10 @@ class MetaMbPA:
             context.model, context.lr, options.max_grad_norm, runtime=context.runtime
         )
         policy = DiversityWrite(rate=options.write_rate, beta=options.beta, rule=options.write_rule)
-        self.replay = SparseReplay(context, options, writer=EpisodicWriter(context, policy=policy))
-        layers = self.model.encoder.num_layers
-        self.meta_scope = parse_scope(options.meta_scope, layers, options.adapt_rank)
-        self.adapt_scope = parse_scope(options.adapt_scope, layers, options.adapt_rank)
+        self.replay = SparseReplay(context, options, writer=episodic_writer(context, policy=policy))
+        encoder = self.model.encoder
+        self.meta_scope = parse_scope(options.meta_scope, encoder, options.adapt_rank)
+        self.adapt_scope = parse_scope(options.adapt_scope, encoder, options.adapt_rank)
         self.seed = context.seed  # of lora's A (`lifelong.lowrank.init_lora`)
         self.counts = Counters(coarse_adaptations=0)
         self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
@@ -166,7 +160,7 @@ class MetaMbPA:
         self.model.train()
         self.trainer.optimizer.zero_grad(set_to_none=True)
         neighbours = self.neighbours(batch, own_slots)
-        if self.meta_scope.name == "head":
+        if isinstance(self.meta_scope, Head):
             loss = self.head_meta_loss(batch, neighbours)
             self.trainer.backward(loss)
             total = float(loss.detach())
@@ -220,7 +214,7 @@ class MetaMbPA:
         The token inputs; for ``lora``, the embedding outputs (stage 1), through which the
         meta-gradient reaches the embeddings.
         """
-        if self.meta_scope.name != "lora":
+        if not isinstance(self.meta_scope, Lora):
             return batch.inputs()
         types = {} if batch.token_type_ids is None else {"token_type_ids": batch.token_type_ids}
         x = self.model.encoder.run_stages(batch.input_ids, batch.attention_mask, 0, 1, **types)
@@ -228,7 +222,7 @@ class MetaMbPA:
 
     def _meta_logits(self, params: Params, staged: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """Logits under the meta step's parameters: lora deltas, or a subset of the weights."""
-        if self.meta_scope.name == "lora":
+        if isinstance(self.meta_scope, Lora):
             return self.meta_scope.logits(self.model, params, staged)
         return eager_call(self.model, params, staged)  # the rest: the model's own weights
 

@@ -26,7 +26,7 @@ from lifelong.model import Batch
 from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay import ClipOptions
 from lifelong.state import Components, Counters, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 from streams.core import TaskStream
 
@@ -39,7 +39,7 @@ class MTLOptions(ClipOptions):
     max_grad_norm: Annotated[float, Range(min=0)] = 0.0  # cls_baseline.py never clips
 
 
-class MTL:
+class MTL(StrategyHooks):
     """Trains on a joint shuffle of every task's training data, from the first batch on.
 
     Args:

@@ -20,7 +20,7 @@ from lifelong.model import Batch
 from lifelong.options import PositiveInt, option_group
 from lifelong.replay import ClipOptions
 from lifelong.state import Components, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
 
@@ -31,7 +31,7 @@ class MTLCumulativeOptions(ClipOptions):
     epochs: PositiveInt = 2  # passes over all data seen so far, at the end of every task
 
 
-class MTLCumulative:
+class MTLCumulative(StrategyHooks):
     """Stores the stream and trains jointly, shuffled, for several epochs at each task end.
 
     Args:

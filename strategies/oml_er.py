@@ -1,7 +1,7 @@
 """OML-ER (Holla et al., 2020): online-aware meta-learning with sparse experience replay.
 
 The model is a representation network (the encoder, RLN) and a prediction network (the linear
-head, PLN). The stream is cut into episodes (see `lifelong.episodes`): m = 5 support batches of
+head, PLN). The stream is cut into episodes (see `lifelong.meta_episodes`): m = 5 support batches of
 b = 16 and a query, the next stream batch or, every R_F episodes, a replay batch of ⌊r·R_I⌋
 memory examples (R_I = 9,600, r = 0.01). Inner loop: one functional SGD step (lr α) on the head
 per support batch, the encoder fixed. Outer loop: Adam on encoder + head with the query loss's
@@ -25,9 +25,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from lifelong.adaptation import Params
 from lifelong.encoders.base import EncoderOutput
-from lifelong.episodes import Episode, EpisodeBuffer, adapt_head, meta_test_slots
+from lifelong.inner_loop import Params
+from lifelong.meta_episodes import Episode, EpisodeBuffer, adapt_head, meta_test_slots
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.replay import (
@@ -39,7 +39,7 @@ from lifelong.replay import (
 )
 from lifelong.runtime import eager_call
 from lifelong.state import Components, Counters, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
 from streams.core import Example
 
@@ -69,7 +69,7 @@ class OMLEROptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOptions):
     dropout: bool = False
 
 
-class OMLER:
+class OMLER(StrategyHooks):
     """FOMAML episodes with a head-only inner loop and sparse replay queries.
 
     Args:
@@ -207,7 +207,7 @@ class OMLER:
             return [self.logits(params, b) for b in batches]
 
     def meta_test_slots(self) -> np.ndarray:
-        """The m memory batches of b slots (`lifelong.episodes.meta_test_slots`), shape (m, b)."""
+        """The m memory batches of b slots (`meta_episodes.meta_test_slots`), shape (m, b)."""
         m, b = self.options.support_batches, self.batch_size
         return meta_test_slots(self.rng, len(self.replay.memory), m, b)
 

@@ -32,7 +32,7 @@ from lifelong.replay import (
     paper_replay_clip,
 )
 from lifelong.state import Components, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
 
@@ -52,7 +52,7 @@ class ReplayStrategyOptions(
     max_grad_norm: Annotated[float, Range(min=0)] = 0.0  # cls_replay.py: no clip on stream steps
 
 
-class Replay:
+class Replay(StrategyHooks):
     """Sparse experience replay: fine-tuning plus one update on memory samples every R_I examples.
 
     Args:

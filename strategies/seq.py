@@ -10,7 +10,7 @@ from lifelong.model import Batch
 from lifelong.options import Range, option_group
 from lifelong.replay import ClipOptions
 from lifelong.state import Components, delegated
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
 
@@ -21,7 +21,7 @@ class SeqOptions(ClipOptions):
     max_grad_norm: Annotated[float, Range(min=0)] = 0.0
 
 
-class Seq:
+class Seq(StrategyHooks):
     """Fine-tune on every mini-batch as it arrives, with no memory: the lower bound.
 
     Args:

@@ -36,7 +36,7 @@ from lifelong.model import Batch
 from lifelong.options import PositiveFloat, Probability, Range, option_group
 from lifelong.replay import ClipOptions
 from lifelong.state import Counters
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
 from streams.core import TaskStream
 
@@ -58,7 +58,7 @@ class SeqStarOptions(ClipOptions):
     classifier_weight_decay: Annotated[float, Range(min=0)] = 0.01  # AdamW's default there
 
 
-class SeqStar:
+class SeqStar(StrategyHooks):
     """SEQ*: warm up, freeze the encoder, freeze old classes' rows, cosine head, all logits.
 
     Args:

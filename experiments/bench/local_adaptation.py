@@ -39,11 +39,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter, parse_scope
+from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.experiment.config import RunConfig
 from lifelong.experiment.runs import build_model
 from lifelong.model import Batch
 from lifelong.runtime import CPU, Runtime, on_device, to_cpu
+from lifelong.scopes import check_scope
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
 from strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
@@ -156,7 +157,7 @@ def parse_runs(scopes: str, num_layers: int) -> list[Run]:
             batching = "vmap" if match.group(2) else "packed"
             runs.append(Run("fast", "lora", int(match.group(1)), batching, precision))
             continue
-        parse_scope(scope, num_layers)  # fail early on a bad scope
+        check_scope(scope, num_layers)  # fail early on a bad scope
         runs.append(Run("fast", scope, precision=precision))
     return runs
 

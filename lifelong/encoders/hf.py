@@ -161,6 +161,14 @@ class HFEncoder(nn.Module):
         """Number of transformer layers (BERT-style models only)."""
         return len(self._layers())
 
+    def layer_prefix(self, index: int) -> str:
+        """The name prefix of layer ``index``'s parameters within this encoder (BERT layout).
+
+        `lifelong.scopes` and `lifelong.lowrank` address layers through it, so the paths of a
+        Hugging Face BERT-style model (``model.encoder.layer.{i}.``) are written only here.
+        """
+        return f"model.encoder.layer.{index}."
+
     def _layers(self) -> nn.ModuleList:
         layers = getattr(getattr(self.model, "encoder", None), "layer", None)
         if layers is None or not hasattr(self.model, "embeddings"):

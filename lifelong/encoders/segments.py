@@ -214,6 +214,10 @@ class DocumentEncoder(nn.Module):
     num_layers = 0
     """No stage-wise layers: only head-only local adaptation applies (stage 1)."""
 
+    def layer_prefix(self, index: int) -> str:
+        """Never asked: without stage-wise layers no scope addresses a layer."""
+        raise ValueError(f"{type(self).__name__} has no stage-wise layers (layer {index})")
+
     def run_stages(
         self,
         x: torch.Tensor,

@@ -438,9 +438,9 @@ def run_metrics(
             {"name": t.name, "labels": len(t.labels), "train": len(t.train), "test": len(t.test)}
             for t in stream
         ]
-    report = getattr(strategy, "report", None)
-    if callable(report):  # strategy-specific end-of-run numbers: memory size, write rate, ...
-        metrics["strategy"] = report()
+    report = strategy.report()
+    if report:  # strategy-specific end-of-run numbers: memory size, write rate, ...
+        metrics["strategy"] = report
         log.info("strategy report: %s", metrics["strategy"])
         for key in ("memory_examples", "write_rate"):  # top level: comparable across strategies
             if key in metrics["strategy"]:

@@ -94,6 +94,7 @@ from lifelong.options import (
     option_group,
 )
 from lifelong.registry import UnknownStrategyError
+from lifelong.strategy import StrategyHooks
 from lifelong.tasks.relation import pair_scores
 
 if TYPE_CHECKING:
@@ -443,7 +444,7 @@ class DEROptions(AvalancheOptions):
     batch_size_mem: PositiveInt | None = None
 
 
-class AvalancheStrategy:
+class AvalancheStrategy(StrategyHooks):
     """An Avalanche strategy template trained on our stream, behind our `Strategy` protocol.
 
     ``observe`` buffers the task's examples; ``on_task_end`` trains the template on them as one

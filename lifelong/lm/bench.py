@@ -418,10 +418,10 @@ def command(args: argparse.Namespace) -> int:
         bars[name].update(1)
 
     budget = {**asdict(settings), "seed": args.seed, "corpus": str(corpus.path)}
-    done = _finished_rows(Path(args.json), budget) if args.json else {}
+    written = _finished_rows(Path(args.json), budget) if args.json else {}
+    done = [m for m in modules if m in written]
     if done:
         print(f"resuming: {', '.join(done)} already in {args.json} (same budget)")
-    written = dict(done)
 
     def show(row: Row) -> None:
         print(f"{row.module}: val bpc {row.val_bpc:.3f} ({row.seconds:.0f} s)", flush=True)

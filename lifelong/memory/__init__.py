@@ -1,4 +1,4 @@
-"""Episodic memory: the key-value store of whole examples, write policies, the key network."""
+"""Episodic memory: the store of whole examples, write policies, key network and writer."""
 
 from lifelong.memory.episodic import EpisodicMemory, MemoryFileError, MemoryItems
 from lifelong.memory.keys import KeyEncoder
@@ -12,10 +12,12 @@ from lifelong.memory.policies import (
     make_policy,
 )
 from lifelong.memory.records import ExampleRecords
+from lifelong.memory.writer import EpisodicWriter
 
 __all__ = [
     "DiversityWrite",
     "EpisodicMemory",
+    "EpisodicWriter",
     "ExampleRecords",
     "KeyEncoder",
     "MemoryFileError",

@@ -87,6 +87,15 @@ class TaskKind(Protocol):
         """Per-example metrics summed over ``examples`` (fractions, not percent)."""
         ...
 
+    def lengths(self, examples: Sequence[Example]) -> np.ndarray | None:
+        """Tokens of each example, shape (n,), where known without tokenising; else ``None``.
+
+        The learner sorts evaluation examples by it (length-aware batching). A plain kind
+        returns ``None``; a run's token-cached kind (`lifelong.tasks.cache.CachedKind`)
+        knows its prepared examples' lengths.
+        """
+        ...
+
 
 def pad_rows(rows: Sequence[np.ndarray], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad token rows into ids (n, t) and an attention mask (n, t)."""

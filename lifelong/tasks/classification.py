@@ -89,6 +89,10 @@ class Classification:
         """Cross-entropy of each example, (n,)."""
         return task_loss(logits, batch.labels, reduction="none")
 
+    def lengths(self, examples: Sequence[Example]) -> np.ndarray | None:
+        """``None``: lengths are known only once tokenised (`TaskKind.lengths`)."""
+        return None
+
     def score(
         self, scores: torch.Tensor, batch: Batch, examples: Sequence[Example]
     ) -> dict[str, float]:

@@ -213,6 +213,10 @@ class QA:
         losses = task_loss(span_scores(logits, batch), batch.labels, reduction="none")
         return group_mean(losses, batch.row_groups, batch.num_examples)
 
+    def lengths(self, examples: Sequence[Example]) -> np.ndarray | None:
+        """``None``: lengths are known only once tokenised (`TaskKind.lengths`)."""
+        return None
+
     def score(
         self, scores: torch.Tensor, batch: Batch, examples: Sequence[Example]
     ) -> dict[str, float]:

@@ -160,6 +160,10 @@ class Relation:
             return candidate_loss(logits, batch.labels, groups, n)
         return group_mean(binary_losses(logits, batch.labels), groups, n)
 
+    def lengths(self, examples: Sequence[Example]) -> np.ndarray | None:
+        """``None``: lengths are known only once tokenised (`TaskKind.lengths`)."""
+        return None
+
     def score(
         self, scores: torch.Tensor, batch: Batch, examples: Sequence[Example]
     ) -> dict[str, float]:

@@ -3,8 +3,10 @@ import pytest
 import torch
 from torch import nn
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter, local_adapt, parse_scope
-from lifelong.replay import EpisodicWriter
+from lifelong.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.inner_loop import local_adapt
+from lifelong.replay import episodic_writer
+from lifelong.scopes import All, Head, Top, parse_scope
 from lifelong.strategy import StrategyContext
 from tests.conftest import classification, tiny_classifier, toy_stream
 
@@ -14,7 +16,7 @@ def setup(tokenizer):
     torch.manual_seed(0)
     kind = classification(tokenizer)
     model = tiny_classifier(task=kind)
-    writer = EpisodicWriter(StrategyContext(model, kind))
+    writer = episodic_writer(StrategyContext(model, kind))
     stream = toy_stream(n_train=24)
     for task in stream:
         writer.write(kind(list(task.train)))
@@ -106,12 +108,19 @@ def test_second_order_gradient_flows_through_the_inner_loop():
 
 def test_scopes_select_the_right_parameters(setup):
     model, _, _ = setup
-    assert set(parse_scope("head", 2).params(model)) == {"head.linear.weight", "head.linear.bias"}
-    top1 = set(parse_scope("top1", 2).params(model))
+    encoder = model.encoder
+    head = parse_scope("head", encoder)
+    assert isinstance(head, Head) and head.stage == 3 and head.name == "head"
+    assert set(head.params(model)) == {"head.linear.weight", "head.linear.bias"}
+    top = parse_scope("top1", encoder)
+    assert isinstance(top, Top) and top.n == 1 and top.stage == 2 and top.name == "top1"
+    top1 = set(top.params(model))
     assert any(".layer.1." in n for n in top1) and not any(".layer.0." in n for n in top1)
-    assert len(parse_scope("all", 2).params(model)) == len(list(model.parameters()))
+    every = parse_scope("all", encoder)
+    assert isinstance(every, All) and every.stage == 0
+    assert len(every.params(model)) == len(list(model.parameters()))
     with pytest.raises(ValueError, match="top<N>"):
-        parse_scope("top3", 2)
+        parse_scope("top3", encoder)
 
 
 def test_random_retrieval_draws_distinct_slots(setup):
@@ -130,7 +139,7 @@ def test_nearest_retrieval_finds_the_example_itself(setup):
 
 def test_empty_memory_predicts_without_adaptation(task):
     model = tiny_classifier()
-    writer = EpisodicWriter(StrategyContext(model, task))
+    writer = episodic_writer(StrategyContext(model, task))
     test = task(list(toy_stream().tasks[0].test))
     a = LocalAdapter(model, writer, AdaptationOptions())
     with torch.no_grad():
@@ -156,7 +165,7 @@ def multi_row_setup(tokenizer, kind_name):
     kind = build_task(kind_name, tokenizer, stream.label_names, settings)
     torch.manual_seed(0)
     model = tiny_classifier(task=kind)
-    writer = EpisodicWriter(StrategyContext(model, kind))
+    writer = episodic_writer(StrategyContext(model, kind))
     for task in stream:
         writer.write(kind(list(task.train)))
     test = kind(list(stream.tasks[0].test[:3]))
@@ -212,7 +221,7 @@ def test_vmapped_fast_path_carries_one_row_examples_token_types(tokenizer, scope
     torch.manual_seed(0)
     kind = SegmentedClassification(classification(tokenizer))
     model = tiny_classifier(task=kind)
-    writer = EpisodicWriter(StrategyContext(model, kind))
+    writer = episodic_writer(StrategyContext(model, kind))
     stream = toy_stream(n_train=12)
     for task in stream:
         writer.write(kind(list(task.train)))
@@ -248,7 +257,7 @@ def test_local_adapt_without_momentum_is_exactly_plain_sgd():
 
 def test_a_loss_scale_changes_nothing_in_fp32_but_the_rounding():
     """fp16's static inner loss scale multiplies the loss and divides the gradient back."""
-    from lifelong.adaptation import summed_gradient
+    from lifelong.inner_loop import summed_gradient
 
     _, params, loss = linear_problem()
     plain = local_adapt(loss, params, steps=5, lr=0.3, l2=0.05, momentum=0.9)

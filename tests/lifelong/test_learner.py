@@ -67,7 +67,7 @@ def test_pooled_metric_weights_each_task_by_its_test_set(task):
     assert result.pooled() == (60 * 10 + 50 * 30 + 40 * 60) / 100  # 45.0, not the mean 50.0
     assert result.pooled(0) == 9.0
     stream = toy_stream(n_train=8, n_test=4)
-    metrics = run_metrics(result, Recorder, 1.0, stream=stream)
+    metrics = run_metrics(result, Seq(StrategyContext(tiny_classifier(), task)), 1.0, stream=stream)
     assert metrics["pooled_accuracy"] == 45.0 and metrics["average_accuracy"] == 50.0
     assert metrics["tasks"][0] == {"name": "task0", "labels": 2, "train": 8, "test": 4}
 

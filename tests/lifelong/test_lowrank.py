@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from lifelong.adaptation import AdaptationOptions, AdaptScope, LocalAdapter, parse_scope
+from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.adaptation import frozen_prefix as prefix
 from lifelong.lowrank import (
     TokenOwners,
@@ -12,6 +12,7 @@ from lifelong.lowrank import (
     lora_penalty,
     lora_pull,
 )
+from lifelong.scopes import AdaptScope, Lora, check_scope, parse_scope
 from tests.lifelong.test_adaptation import multi_row_setup
 from tests.lifelong.test_adaptation import setup as setup  # noqa: F401  (the fixture)
 
@@ -27,7 +28,7 @@ def same_weights_adapter(model, writer, **options):
     weight matrices and the head. At full rank, lora should compute the same thing."""
     weights = tuple(path + ".weight" for path in lora_modules(model)) + ("head.",)
     full = LocalAdapter(model, writer, AdaptationOptions(**options, adapt_path="reference"))
-    full.scope = AdaptScope("same weights", 0, weights)
+    full.scope = AdaptScope(0, weights)  # every stage, exactly these weights
     return full
 
 
@@ -163,13 +164,14 @@ def test_multi_row_examples_match_fine_tuning_the_same_weights(tokenizer, kind_n
 
 def test_lora_scope_and_its_errors(setup):
     model, _, _ = setup
-    scope = parse_scope("lora", 2)
+    scope = parse_scope("lora", model.encoder, rank=4)
+    assert isinstance(scope, Lora) and scope.rank == 4 and scope.name == "lora"
     assert scope.stage == 1 and scope.prefixes[-1] == "head."
     assert AdaptationOptions(adapt_scope="lora").adapt_rank == 8
     with pytest.raises(ValueError, match="adapt_rank"):
         AdaptationOptions(adapt_scope="lora", adapt_rank=0)
     with pytest.raises(ValueError, match="head' only"):
-        parse_scope("lora", 0)
+        check_scope("lora", 0)
     assert np.all(adapter(setup).neighbours(setup[2]) >= 0)
 
 

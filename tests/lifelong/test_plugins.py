@@ -95,3 +95,21 @@ def test_in_process_registration(task):
         assert isinstance(registry.build("seq-alias", ctx), Seq)
     finally:
         registry._registered.pop("seq-alias")
+
+
+def test_a_strategy_class_without_the_hooks_is_refused_before_anything_loads(tmp_path, capsys):
+    class Bare:  # observe/predict/state only: the learner's hooks missing
+        name = "bare"
+        description = "no hooks"
+
+    registry.register("bare", Bare)
+    try:
+        code = main(["run", "--strategy", "bare", "--encoder", "tiny", "--output-dir",
+                     str(tmp_path)])  # fmt: skip
+        err = capsys.readouterr().err
+        assert code == 2
+        assert "strategy 'bare'" in err and "lacks the learner's hooks on_stream_start" in err
+        assert "inherit lifelong.StrategyHooks" in err
+        assert not (tmp_path / "config.yaml").exists()
+    finally:
+        registry._registered.pop("bare")

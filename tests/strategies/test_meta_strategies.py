@@ -6,10 +6,11 @@ import torch
 
 from lifelong import registry
 from lifelong.encoders.base import attention_implementation
-from lifelong.episodes import EpisodeBuffer
 from lifelong.learner import evaluate, evaluate_all
+from lifelong.meta_episodes import EpisodeBuffer
 from lifelong.model import Batch
 from lifelong.replay import ReplaySchedule
+from lifelong.scopes import Head
 from lifelong.strategy import StrategyContext
 from strategies.anml_er import ANMLER
 from strategies.meta_mbpa import MetaMbPAOptions
@@ -94,7 +95,7 @@ def meta_gradient(strategy, example, first_order):
     params = [p for n, p in strategy.model.named_parameters() if n.startswith("encoder.")]
     neighbours = strategy.neighbours(example)
     with attention_implementation(strategy.model.encoder, "eager"):
-        if strategy.meta_scope.name == "head":
+        if isinstance(strategy.meta_scope, Head):
             loss = strategy.head_meta_loss(example, neighbours)
         else:
             loss = strategy.meta_loss(example, neighbours[0])
@@ -310,7 +311,7 @@ def test_outer_lr_overrides_the_run_lr_and_is_validated(name, task):
 
 def test_meta_mbpa_alpha_defaults_to_the_papers_1e_5_not_the_run_lr(task, monkeypatch):
     import strategies.meta_mbpa as meta_mbpa
-    from lifelong.adaptation import local_adapt
+    from lifelong.inner_loop import local_adapt
 
     assert MetaMbPAOptions().meta_lr == 1e-5  # Wang et al. (2020): α = 1e-5
     seen = []

@@ -1,12 +1,12 @@
 import pytest
 import torch
 
-from lifelong.adaptation import parse_scope
 from lifelong.encoders.base import EncoderOutput
 from lifelong.encoders.factory import is_memory_encoder, load_run_encoder, tokenizer_name
 from lifelong.encoders.layers import ModuleConfig, attend, causal_mask, segment_mask
 from lifelong.encoders.memory_modules import MEMORY_MODULES, build_memory_module
 from lifelong.encoders.segments import DocumentEncoder, SegmentEncoder, Transformer, mean_pool
+from lifelong.scopes import parse_scope
 
 CONFIG = ModuleConfig(vocab_size=40, d_model=16, heads=2, layers=2, ffn=32, max_positions=64)
 
@@ -101,10 +101,10 @@ def test_document_encoder_stages_feed_head_only_adaptation():
     final = encoder.run_stages(ids, mask, 0, 1)
     torch.testing.assert_close(encoder.resume(final, mask, 1).pooled, full.pooled)
     torch.testing.assert_close(encoder.resume(ids, mask, 0).pooled, full.pooled)
-    assert parse_scope("head", encoder.num_layers).stage == 1
+    assert parse_scope("head", encoder).stage == 1
     for scope in ("all", "top1"):
         with pytest.raises(ValueError, match="head"):
-            parse_scope(scope, encoder.num_layers)
+            parse_scope(scope, encoder)
 
 
 def test_mean_pool_ignores_padding():

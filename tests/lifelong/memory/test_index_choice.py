@@ -10,7 +10,7 @@ from lifelong.experiment.config import ConfigError, from_dict
 from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.memory import search as search_module
 from lifelong.memory.search import TorchFlatIndex, TorchIVFIndex, check_index, probe_schedule
-from lifelong.replay import EpisodicWriter
+from lifelong.replay import episodic_writer
 from lifelong.strategy import StrategyContext
 from tests.conftest import tiny_classifier, write
 
@@ -149,8 +149,8 @@ def test_bad_index_values_are_clear_errors(monkeypatch):
 
 def test_the_run_configs_memory_index_reaches_the_writers_memory(task):
     context = StrategyContext(tiny_classifier(task=task), task, memory_index="torch")
-    assert EpisodicWriter(context).memory.index_spec == "torch"
-    assert EpisodicWriter(StrategyContext(tiny_classifier(task=task), task)).memory.index_spec == (
+    assert episodic_writer(context).memory.index_spec == "torch"
+    assert episodic_writer(StrategyContext(tiny_classifier(task=task), task)).memory.index_spec == (
         "auto"
     )
     assert from_dict({}).memory_index == "auto"

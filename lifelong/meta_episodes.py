@@ -20,8 +20,8 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from lifelong.adaptation import Params, local_adapt
 from lifelong.encoders.base import EncoderOutput
+from lifelong.inner_loop import Params, local_adapt
 from lifelong.model import Batch
 from lifelong.runtime import eager_call
 
