@@ -1,22 +1,27 @@
-"""MkDocs hook: the README's sections become the site's guide pages, at build time.
+"""MkDocs hook: README.md becomes the home page and the guide's sections its pages, at build time.
 
-README.md stays the single source. Its text before the first ``## `` heading becomes the home
-page (``index.md``) and every ``## `` section becomes a page of its own (``<slug>.md``, the slug
-of the heading), listed in the navigation in README order before the pages ``mkdocs.yml`` names
-(the API reference). On the way each section's headings move up one level (``## X`` is the
-page's title, ``### Y`` its sections), and links are rewritten so that strict mode checks only
-what the site itself holds:
+README.md (the front door) is the home page (``index.md``) as it is. The guide lives in
+``docs/guide/*.md``, in the order of `GUIDE`, each file one or more ``## `` sections; every
+section becomes a page of its own (``<slug>.md``, the slug of the heading), listed in the
+navigation before the pages ``mkdocs.yml`` names (the API reference). On the way each section's
+headings move up one level (``## X`` is the page's title, ``### Y`` its sections), and links are
+rewritten so that strict mode checks only what the site itself holds:
 
 * ``[text](#anchor)``: to the page that now holds that heading (``page.md#anchor``);
-* ``[text](path)`` to a repository file (not a page of the site): plain text, the path as code;
+* ``[text](docs/guide/file.md#anchor)`` (from the README) or ``[text](file.md#anchor)`` (between
+  guide files), written so that they also work on GitHub: to the page holding the anchor, or the
+  file's first page;
+* ``[text](path)`` to any other repository file (not a page of the site): plain text, the path
+  as code;
 * absolute links (``https://...``, ``mailto:``) are left alone.
 
-Nothing is written to ``docs/``: the pages are generated files, rebuilt from README.md on
-every build (``mkdocs serve`` watches README.md, see ``mkdocs.yml``).
+Nothing is written to ``docs/``: the pages are generated files, rebuilt on every build
+(``mkdocs serve`` watches README.md and the guide, see ``mkdocs.yml``).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +41,32 @@ _LIST_START = re.compile(r"^(?:[-*+]|1[.)])\s")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 
 
+GUIDE = (
+    "results",
+    "running",
+    "experiments",
+    "failure-behaviour",
+    "devices",
+    "tasks-and-memory",
+    "library",
+    "write-your-own-strategy",
+    "metrics",
+    "encoders",
+    "ecosystem",
+    "benchmarks",
+    "protocol",
+    "layout",
+    "development",
+)
+"""The guide's files (``docs/guide/<name>.md``) in navigation order."""
+
+
 @dataclass
 class _Page:
     src_uri: str
     title: str
     lines: list[str]
+    source: str = "README.md"  # the repository file it comes from
 
 
 _pages: list[_Page] = []
@@ -67,14 +93,32 @@ def _outside_fences(lines: list[str]):
             yield i, line, False
 
 
-def _split(text: str) -> list[_Page]:
-    lines = text.splitlines()
-    pages = [_Page("index.md", "Home", [])]
-    for _, line, in_code in _outside_fences(lines):
+def _split(text: str, source: str) -> list[_Page]:
+    """The ``## `` sections of a guide file, one page each (text before the first: an error)."""
+    pages: list[_Page] = []
+    for i, line, in_code in _outside_fences(text.splitlines()):
         if not in_code and line.startswith("## "):
             title = _HEADING.match(line).group(2)
-            pages.append(_Page(f"{slugify(title, '-')}.md", title, []))
+            pages.append(_Page(f"{slugify(title, '-')}.md", title, [], source))
+        elif not pages:
+            if line.strip():
+                raise ValueError(f"{source}:{i + 1}: text before the first '## ' heading")
+            continue
         pages[-1].lines.append(line)
+    return pages
+
+
+def _sources(root: Path) -> list[_Page]:
+    """The home page (README.md whole) and every guide file's pages, in `GUIDE` order."""
+    pages = [_Page("index.md", "Home", (root / "README.md").read_text("utf-8").splitlines())]
+    listed = {f"{name}.md" for name in GUIDE}
+    files = (root / "docs" / "guide").glob("*.md")
+    unlisted = sorted(p.name for p in files if p.name not in listed)
+    if unlisted:
+        raise ValueError(f"docs/guide/ holds {', '.join(unlisted)}, which GUIDE does not list")
+    for name in GUIDE:
+        source = f"docs/guide/{name}.md"
+        pages += _split((root / source).read_text(encoding="utf-8"), source)
     return pages
 
 
@@ -89,23 +133,30 @@ def _anchors(pages: list[_Page]) -> dict[str, str]:
     return where
 
 
-def _rewrite_links(line: str, page: _Page, anchors: dict[str, str]) -> str:
+def _rewrite_links(line: str, page: _Page, anchors: dict[str, str], first: dict[str, str]) -> str:
+    def to_anchor(bang: str, text: str, anchor: str) -> str:
+        home = anchors.get(anchor)
+        if home is None or home == page.src_uri:
+            return f"{bang}[{text}](#{anchor})"  # same page (or unknown: strict mode reports it)
+        if home == f"{anchor}.md":  # the page's own title: link the page
+            return f"{bang}[{text}]({home})"
+        return f"{bang}[{text}]({home}#{anchor})"
+
     def link(match: re.Match) -> str:
         bang, text, target = match.groups()
         if not target or _EXTERNAL.match(target):
             return match.group(0)
         if target.startswith("#"):
-            home = anchors.get(target[1:])
-            if home is None or home == page.src_uri:
-                return match.group(0)  # same page (or unknown: strict mode reports it)
-            if home == f"{target[1:]}.md":  # the page's own title: link the page
-                return f"{bang}[{text}]({home})"
-            return f"{bang}[{text}]({home}{target})"
+            return to_anchor(bang, text, target[1:])
+        path, _, anchor = target.partition("#")
+        # relative to the file the page comes from, as GitHub reads it
+        where = posixpath.normpath(posixpath.join(posixpath.dirname(page.source), path))
+        if where in first:  # a guide file: the page holding the anchor, or its first page
+            return to_anchor(bang, text, anchor) if anchor else f"{bang}[{text}]({first[where]})"
         # A repository file, not a page of the site: keep the words, show the path as code.
-        path = target.split("#", 1)[0]
-        if text.strip("`") == path:
-            return f"`{path}`"
-        return f"{text} (`{path}`)"
+        if text.strip("`") in (path, where):
+            return f"`{where}`"
+        return f"{text} (`{where}`)"
 
     # Links written inside code spans are code, not links: leave them alone.
     spans = [span.span() for span in _CODE_SPAN.finditer(line)]
@@ -120,7 +171,7 @@ def _rewrite_links(line: str, page: _Page, anchors: dict[str, str]) -> str:
     return "".join(out)
 
 
-def _render(page: _Page, anchors: dict[str, str]) -> str:
+def _render(page: _Page, anchors: dict[str, str], first: dict[str, str]) -> str:
     lines = list(page.lines)
     previous = ""
     for i, line, in_code in _outside_fences(page.lines):
@@ -129,7 +180,7 @@ def _render(page: _Page, anchors: dict[str, str]) -> str:
             continue
         if page.src_uri != "index.md" and re.match(r"^#{2,6}\s", line):
             line = line[1:]  # ## Title -> # Title, ### Section -> ## Section
-        line = _rewrite_links(line, page, anchors)
+        line = _rewrite_links(line, page, anchors, first)
         if _LIST_START.match(line) and _is_paragraph(previous):
             line = "\n" + line
         lines[i] = line
@@ -145,19 +196,23 @@ def _is_paragraph(line: str) -> bool:
 
 
 def on_config(config):
-    """Split README.md and put its pages in the navigation, before the API reference."""
+    """Read README.md and the guide, and put their pages in the navigation, before the API."""
     global _pages
-    _pages = _split(_readme(config).read_text(encoding="utf-8"))
+    _pages = _sources(_readme(config).parent)
     guide = [{page.title: page.src_uri} for page in _pages[1:]]
     config.nav = [{"Home": "index.md"}, {"Guide": guide}, *(config.nav or [])]
     return config
 
 
 def on_files(files, config):
-    """Add the README's pages as generated files (README.md itself is not a docs file)."""
+    """Add the pages as generated files (README.md and the guide's files are not docs files)."""
     anchors = _anchors(_pages)
+    first: dict[str, str] = {}
+    for page in _pages[1:]:
+        first.setdefault(page.source, page.src_uri)
     for page in _pages:
         if files.get_file_from_path(page.src_uri) is not None:
-            raise ValueError(f"docs/{page.src_uri} would hide the README section it comes from")
-        files.append(File.generated(config, page.src_uri, content=_render(page, anchors)))
+            raise ValueError(f"docs/{page.src_uri} would hide the section it comes from")
+        content = _render(page, anchors, first)
+        files.append(File.generated(config, page.src_uri, content=content))
     return files

@@ -86,7 +86,7 @@ def test_streams_stay_data_only():
 
 
 def layout_paths(readme: str) -> list[str]:
-    """The paths the README's layout block names (indentation = nesting)."""
+    """The paths the guide's layout block names (indentation = nesting)."""
     block = readme.split("## Layout", 1)[1].split("```", 2)[1]
     paths, stack = [], []
     for line in block.splitlines():
@@ -100,9 +100,9 @@ def layout_paths(readme: str) -> list[str]:
 
 
 def test_the_readme_layout_matches_the_tree():
-    paths = layout_paths((ROOT / "README.md").read_text())
+    paths = layout_paths((ROOT / "docs" / "guide" / "layout.md").read_text())
     for path in paths:
-        assert (ROOT / path).exists(), f"README layout names {path}, which does not exist"
+        assert (ROOT / path).exists(), f"the layout names {path}, which does not exist"
     named = set(paths)
     for package in ("lifelong", "streams", "strategies", "tools"):
         for child in (ROOT / package).iterdir():
@@ -110,4 +110,4 @@ def test_the_readme_layout_matches_the_tree():
                 continue
             if child.suffix == ".py" or (child.is_dir() and (child / "__init__.py").exists()):
                 entry = f"{package}/{child.name}" + ("/" if child.is_dir() else "")
-                assert entry in named or child.name == "__init__.py", f"README misses {entry}"
+                assert entry in named or child.name == "__init__.py", f"the layout misses {entry}"

@@ -1,4 +1,4 @@
-"""The README's transcripts are what the command prints (failure 8: they had drifted)."""
+"""The transcripts in the README and the guide are what the command prints (they had drifted)."""
 
 import re
 import shlex
@@ -8,17 +8,20 @@ import pytest
 
 from lifelong.experiment.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
 
 
 def transcripts():
-    """``(command, printed line)`` of every ``$ lifelong ...`` line in a README code block."""
-    found, fenced, lines = [], False, README.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("```"):
-            fenced = not fenced
-        elif fenced and line.startswith("$ ") and " lifelong " in f" {line} ":
-            found.append((line[2:], lines[i + 1]))
+    """``(command, printed line)`` of every ``$ lifelong ...`` line in a code block of a page."""
+    found = []
+    for page in PAGES:
+        fenced, lines = False, page.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("```"):
+                fenced = not fenced
+            elif fenced and line.startswith("$ ") and " lifelong " in f" {line} ":
+                found.append((line[2:], lines[i + 1]))
     return found
 
 

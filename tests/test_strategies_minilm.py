@@ -1,6 +1,6 @@
 """The strategy table's orderings on a reduced bundled sample with the real MiniLM (slow).
 
-The README's table runs the full sample (300 train / 100 test per dataset); these checks use 100 /
+The guide's table runs the full sample (300 train / 100 test per dataset); these checks use 100 /
 40 per dataset in the same order and with the same demo options, to keep CI fast.
 """
 

@@ -1,4 +1,4 @@
-"""How runs fail: loudly, once, with the run directory left resumable (README: Failure behaviour).
+"""How runs fail: loudly, once, with the run directory left resumable (guide: Failure behaviour).
 
 One test (or more) per defect of the reliability issue; the numbers are the issue's.
 """

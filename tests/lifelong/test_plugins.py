@@ -1,4 +1,4 @@
-"""The README's "Write your own strategy" example, registered as an out-of-tree package."""
+"""The guide's "Write your own strategy" example, registered as an out-of-tree package."""
 
 import re
 import sys
@@ -9,11 +9,11 @@ import pytest
 from lifelong import registry
 from lifelong.experiment.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "write-your-own-strategy.md"
 
 
 def readme_example() -> str:
-    text = README.read_text()
+    text = GUIDE.read_text()
     section = text.split("## Write your own strategy", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 

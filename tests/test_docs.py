@@ -1,0 +1,69 @@
+"""The README is a front door; the guide (docs/guide/) holds the rest, one page per section."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytest.importorskip("mkdocs")
+
+
+def hooks():
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass resolves its annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_is_a_front_door():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 400
+    text = "\n".join(lines)
+    assert "make demo" in text and "make test" in text
+    for name in hooks().GUIDE:  # every guide page is linked from it
+        assert f"(docs/guide/{name}.md" in text, name
+
+
+def test_every_guide_section_is_a_page_with_a_unique_address():
+    pages = hooks()._sources(ROOT)
+    assert pages[0].src_uri == "index.md" and pages[0].source == "README.md"
+    addresses = [page.src_uri for page in pages]
+    assert len(addresses) == len(set(addresses))
+    titles = {page.title for page in pages[1:]}
+    for title in ("Failure behaviour", "Write your own strategy", "Layout", "Metrics",
+                  "Memory-augmented encoders", "Benchmark: episodic-memory search"):  # fmt: skip
+        assert title in titles
+
+
+def test_a_guide_file_missing_from_the_navigation_is_an_error(tmp_path):
+    module = hooks()
+    (tmp_path / "docs" / "guide").mkdir(parents=True)
+    (tmp_path / "README.md").write_text("# x\n", encoding="utf-8")
+    for name in module.GUIDE:
+        (tmp_path / "docs" / "guide" / f"{name}.md").write_text(f"## {name}\n", encoding="utf-8")
+    (tmp_path / "docs" / "guide" / "stray.md").write_text("## Stray\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="stray.md, which GUIDE does not list"):
+        module._sources(tmp_path)
+
+
+def test_links_to_the_guide_reach_the_page_that_holds_the_section():
+    module = hooks()
+    pages = module._sources(ROOT)
+    anchors = module._anchors(pages)
+    first = {}
+    for page in pages[1:]:
+        first.setdefault(page.source, page.src_uri)
+    home = pages[0]
+    line = "[a](docs/guide/running.md#running) [b](docs/guide/results.md) [c](lifelong/cli.py)"
+    out = module._rewrite_links(line, home, anchors, first)
+    assert "[a](running.md)" in out
+    assert "[b](findings-on-real-data-cpu-budget-in-progress.md)" in out
+    assert "c (`lifelong/cli.py`)" in out
+    ecosystem = next(p for p in pages if p.source == "docs/guide/ecosystem.md")
+    out = module._rewrite_links("[f](failure-behaviour.md#failure-behaviour)", ecosystem, anchors,
+                                first)  # fmt: skip
+    assert out == "[f](failure-behaviour.md)"
