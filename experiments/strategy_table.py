@@ -37,7 +37,7 @@ def main() -> None:
     base = load_yaml(args.config).replace(output_dir=args.output_dir, progress=False)
     if args.stream:
         base = base.replace(stream=args.stream)
-    names = args.strategies.split(",") if args.strategies else registry.names()
+    names = args.strategies.split(",") if args.strategies else registry.available()
     lines = [
         "| strategy | average | BWT | FWT | forgetting | memory examples | replays | min |",
         "|---|---|---|---|---|---|---|---|",

@@ -6,8 +6,9 @@ Built-in strategies register exactly like third-party ones: a package declares
     my-strategy = "my_package.module:MyStrategy"
 
 and ``lifelong run --strategy my-strategy`` finds it. `register` adds one in-process (notebooks,
-tests) without packaging. Names ``avalanche:NAME`` are Avalanche's strategies
-(`lifelong.integrations.avalanche`, extra ``avalanche``), resolved only when asked for.
+tests) without packaging. Avalanche's strategies (`lifelong.integrations.avalanche`, extra
+``avalanche``) are registered the same way, as ``avalanche:NAME``; a strategy that needs an
+extra says so in its ``check_available``, which `parse` calls before anything loads.
 """
 
 from __future__ import annotations
@@ -44,6 +45,21 @@ def names() -> list[str]:
     return sorted({ep.name for ep in entry_points(group=GROUP)} | set(_registered))
 
 
+def available() -> list[str]:
+    """The registered strategies that can run here (their ``check_available`` passes), sorted.
+
+    Avalanche's, for one, are registered everywhere but run only where its extra imports.
+    """
+    out = []
+    for name in names():
+        try:
+            get(name).check_available()
+        except ValueError:
+            continue
+        out.append(name)
+    return out
+
+
 def get(name: str) -> type:
     """The strategy class registered under ``name``.
 
@@ -56,10 +72,6 @@ def get(name: str) -> type:
     for ep in entry_points(group=GROUP):
         if ep.name == name:
             return ep.load()
-    if name.lower().startswith("avalanche:"):  # Avalanche's, from its extra: imported on use
-        from lifelong.integrations.avalanche import strategy_class
-
-        return strategy_class(name)
     raise UnknownStrategyError(
         f"unknown strategy {name!r}; registered strategies: {', '.join(names())}"
     )
@@ -83,7 +95,9 @@ def parse(name: str, options: Mapping[str, Any] | None = None) -> Any:
         OptionsError: An unknown option or a value its field does not allow (named).
 
     """
-    check_hooks(name, get(name))  # before anything loads, like the options
+    cls = get(name)
+    check_hooks(name, cls)  # before anything loads, like the options
+    cls.check_available()
     return parse_options(options_class(name), options or {}, owner=f"strategy {name!r}")
 
 
@@ -116,6 +130,7 @@ def build(name: str, context: StrategyContext, options: Any = None) -> Strategy:
     """
     cls = get(name)
     check_hooks(name, cls)
+    cls.check_available()
     options_cls = options_class(name)
     if not isinstance(options, options_cls):
         if options is not None and not isinstance(options, Mapping):

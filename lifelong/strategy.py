@@ -64,8 +64,10 @@ HOOKS = (
     "on_eval_end",
     "predict_set",
     "report",
+    "check_available",
 )
-"""The hooks the learner calls (in stream order), declared on `Strategy`."""
+"""The hooks the learner calls (in stream order) and the registry's availability check, all
+declared on `Strategy`."""
 
 
 class StrategyHooks:
@@ -109,6 +111,14 @@ class StrategyHooks:
         default ``None`` makes the learner ask `Strategy.predict` batch by batch.
         """
         return None
+
+    @classmethod
+    def check_available(cls) -> None:
+        """Raise if the strategy cannot run here (a missing extra), before anything loads.
+
+        The registry calls it when the strategy's options are parsed (`lifelong.registry.parse`),
+        so the error comes before any data or model loads; the default is always available.
+        """
 
     def report(self) -> dict[str, float]:
         """End-of-run numbers (``metrics.json`` under ``"strategy"``; none by default).
@@ -177,4 +187,9 @@ class Strategy(Protocol):
 
     def report(self) -> dict[str, float]:
         """See `StrategyHooks.report`."""
+        ...
+
+    @classmethod
+    def check_available(cls) -> None:
+        """See `StrategyHooks.check_available`."""
         ...

@@ -331,3 +331,42 @@ class TaskSchedule:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore the count of updates of the current task."""
         self.updates = int(state["updates"])
+
+
+class TaskTraining:
+    """A strategy's `Trainer` with EM-in-LLL's optional per-task optimiser, and head dropout.
+
+    What MbPA and MbPA++ train with: the clipped update of `Trainer`, a fresh AdamW and a
+    linear schedule at every task start when ``optimizer_per_task`` is on (`TaskSchedule`),
+    and dropout on the head's pooled input (`HeadDropoutOptions`).
+
+    Args:
+        model: The model (its head's dropout is set here).
+        lr: The learning rate (the schedule's peak).
+        options: ``max_grad_norm``, the per-task optimiser's and the head dropout's options.
+        runtime: The run's device and precision.
+
+    """
+
+    def __init__(self, model: Classifier, lr: float, options: Any, runtime: Runtime = CPU) -> None:
+        set_head_dropout(model, options.head_dropout)
+        self.trainer = Trainer(model, lr, options.max_grad_norm, runtime=runtime)
+        self.schedule = TaskSchedule.maybe(self.trainer, lr, options)
+
+    def start_task(self) -> None:
+        """With a schedule: a fresh optimiser and schedule (the learner's ``on_task_start``)."""
+        if self.schedule is not None:
+            self.schedule.start_task()
+
+    def step(self, batches: Batch | Sequence[Batch]) -> float:
+        """One update (at the scheduled rate with a schedule); returns its loss."""
+        return (self.schedule or self.trainer).step(batches)
+
+    def advance(self) -> None:
+        """Count an update taken outside `step` (a replay update) in the schedule, if any."""
+        if self.schedule is not None:
+            self.schedule.advance()
+
+    def parts(self) -> dict[str, Any]:
+        """The resumable parts: the trainer, and the schedule's counter when there is one."""
+        return {"trainer": self.trainer, **TaskSchedule.parts(self.schedule)}

@@ -8,7 +8,6 @@ tables (fixed key network variant, de Masson d'Autume et al., 2019, §4.2).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 import torch
@@ -19,13 +18,7 @@ from lifelong.options import option_group
 from lifelong.replay import ClipOptions, WriteOptions, episodic_writer
 from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import (
-    HeadDropoutOptions,
-    TaskOptimizerOptions,
-    TaskSchedule,
-    Trainer,
-    set_head_dropout,
-)
+from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions, TaskTraining
 
 
 @option_group
@@ -55,11 +48,8 @@ class MbPA(StrategyHooks):
 
     def __init__(self, context: StrategyContext, options: MbPAOptions | None = None) -> None:
         options = options or MbPAOptions()
-        set_head_dropout(context.model, options.head_dropout)
-        self.trainer = Trainer(
-            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
-        )
-        self.schedule = TaskSchedule.maybe(self.trainer, context.lr, options)
+        self.training = TaskTraining(context.model, context.lr, options, context.runtime)
+        self.trainer, self.schedule = self.training.trainer, self.training.schedule
         keyed = options.retrieval == "nearest"  # random retrieval never searches
         self.writer = episodic_writer(context, options.write_prob, keyed=keyed)
         self.adapter = LocalAdapter(
@@ -70,24 +60,16 @@ class MbPA(StrategyHooks):
             loss_scale=self.trainer.inner_loss_scale,
         )
         self.parts = Components(
-            trainer=self.trainer,
-            writer=self.writer,
-            retrieval=self.adapter.rng,
-            **TaskSchedule.parts(self.schedule),
+            **self.training.parts(), writer=self.writer, retrieval=self.adapter.rng
         )
 
     def on_task_start(self, task: int) -> None:
         """With ``optimizer_per_task``: a fresh optimiser and schedule (EM-in-LLL)."""
-        if self.schedule is not None:
-            self.schedule.start_task()
-
-    def update(self, batches: Batch | Sequence[Batch]) -> float:
-        """One optimiser update (at the scheduled rate with ``optimizer_per_task``)."""
-        return (self.schedule or self.trainer).step(batches)
+        self.training.start_task()
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One update on the batch, then write it to memory."""
-        stats = {"loss": self.update(batch)}
+        stats = {"loss": self.training.step(batch)}
         self.writer.write(batch)
         self.adapter.reset_cache()  # the weights changed: cached neighbour prefixes are stale
         return stats

@@ -9,7 +9,6 @@ ablation showing that retrieval by the key network matters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 import torch
@@ -27,13 +26,7 @@ from lifelong.replay import (
 )
 from lifelong.state import Components, delegated
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import (
-    HeadDropoutOptions,
-    TaskOptimizerOptions,
-    TaskSchedule,
-    Trainer,
-    set_head_dropout,
-)
+from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions, TaskTraining
 
 
 @option_group
@@ -79,11 +72,8 @@ class MbPAPlusPlus(StrategyHooks):
         self, context: StrategyContext, options: MbPAPlusPlusOptions | None = None
     ) -> None:
         options = options or self.Options()
-        set_head_dropout(context.model, options.head_dropout)
-        self.trainer = Trainer(
-            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
-        )
-        self.schedule = TaskSchedule.maybe(self.trainer, context.lr, options)
+        self.training = TaskTraining(context.model, context.lr, options, context.runtime)
+        self.trainer, self.schedule = self.training.trainer, self.training.schedule
         self.replay = SparseReplay(
             context, options, options.write_prob, keyed=options.retrieval == "nearest"
         )
@@ -95,33 +85,18 @@ class MbPAPlusPlus(StrategyHooks):
             loss_scale=self.trainer.inner_loss_scale,
         )
         retrieval = self.adapter.rng  # random retrieval's generator (mbpa++-rand)
-        self.parts = Components(
-            trainer=self.trainer,
-            replay=self.replay,
-            retrieval=retrieval,
-            **TaskSchedule.parts(self.schedule),
-        )
+        self.parts = Components(**self.training.parts(), replay=self.replay, retrieval=retrieval)
 
     def on_task_start(self, task: int) -> None:
         """With ``optimizer_per_task``: a fresh optimiser and schedule (EM-in-LLL)."""
-        if self.schedule is not None:
-            self.schedule.start_task()
-
-    def update(self, batches: Batch | Sequence[Batch]) -> float:
-        """One optimiser update (at the scheduled rate with ``optimizer_per_task``).
-
-        Replay updates count as updates of the schedule, as in EM-in-LLL (``update_parameters``
-        steps the scheduler for stream and replay losses alike).
-        """
-        return (self.schedule or self.trainer).step(batches)
+        self.training.start_task()
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Update on the batch, write it to memory, replay when R_I examples have passed."""
-        losses = {"loss": self.update(batch)}
+        losses = {"loss": self.training.step(batch)}
         self.replay.write(batch)
         for _ in range(self.replay.due(batch)):  # replay_mode and replay_grad_norm apply
-            if self.schedule is not None:
-                self.schedule.advance()
+            self.training.advance()  # replay updates count in EM-in-LLL's schedule too
             losses["replay_loss"] = self.replay.update(self.trainer)
         self.adapter.reset_cache()  # the weights changed: cached neighbour prefixes are stale
         return losses

@@ -444,9 +444,7 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     width = max(len(n) for n in described)
     for name, text in described.items():
         print(f"{name:<{width}}  {text}")
-    from lifelong.integrations.avalanche import names as avalanche_names
-
-    print(f"\nAvalanche's, with the avalanche extra: {', '.join(avalanche_names())}")
+    print("\navalanche:* run Avalanche's templates; they need the avalanche extra")
     return 0
 
 

@@ -2,9 +2,10 @@
 
 Needs the extra ``lifelong[avalanche]`` (``avalanche-lib`` 0.6.0), which imports torchvision;
 ``make setup-avalanche`` builds the environment that holds it (``.venv-avalanche``, see the
-Makefile). This module imports without Avalanche: the registry resolves
-``--strategy avalanche:NAME`` here, and only then is Avalanche imported
-(`AvalancheUnavailableError`, naming the extra, when it cannot be).
+Makefile). This module imports without Avalanche: its adapters are registered like every
+strategy (entry points ``avalanche:NAME``), and Avalanche is imported only when one is chosen
+(`AvalancheStrategy.check_available`, before anything loads: `AvalancheUnavailableError`,
+naming the extra, when it cannot be).
 
 **(a) Benchmarks.** `as_benchmark` turns a `TaskStream` into an Avalanche benchmark with a
 ``train_stream`` and a ``test_stream``, one classification experience per task in the stream's
@@ -27,7 +28,7 @@ calls it on such patterns and gets one score per class of the merged label space
   classification experiences, its accuracy metrics or its class-based strategies.
 
 **(b) Strategies.** ``lifelong run --strategy avalanche:NAME`` (``naive``, ``replay``, ``ewc``,
-``lwf``, ``agem``, ``gem``, ``der``; case-insensitive) trains one of Avalanche's strategy
+``lwf``, ``agem``, ``gem``, ``der``) trains one of Avalanche's strategy
 templates on our stream, with our encoder, model, evaluation, metrics, run directory, run index
 and reports: `AvalancheStrategy` implements our `Strategy` protocol around the template.
 
@@ -78,7 +79,7 @@ import logging
 import pickle
 import types
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -106,7 +107,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PREFIX = "avalanche:"
-"""Strategy names starting with this (any case) are Avalanche's, resolved by `strategy_class`."""
+"""Avalanche's strategies are registered as ``avalanche:NAME`` (entry points in pyproject)."""
 
 INSTALL_HINT = (
     "install the extra `lifelong[avalanche]` (avalanche-lib 0.6.0, which needs torchvision: in "
@@ -573,9 +574,16 @@ class AvalancheStrategy(StrategyHooks):
             out["memory_examples"] = float(held)
         return out
 
+    buffer: ClassVar[Callable[[Any], int] | None] = None  # reads the template's memory size
+
+    @classmethod
+    def check_available(cls) -> None:
+        """Refuse the strategy before anything loads where Avalanche does not import."""
+        require_avalanche()
+
     def memory_examples(self) -> int | None:
         """Examples in the template's replay memory, or None for a strategy without one."""
-        return None
+        return None if self.buffer is None else self.buffer(self.avalanche)
 
     def state_dict(self) -> dict[str, Any]:
         """Weights, optimiser, the buffered examples and the template's plugins (pickled).
@@ -693,113 +701,97 @@ class _LiveUnpickler(pickle.Unpickler):
         return self.live[pid]
 
 
-class AvalancheNaive(AvalancheStrategy):
-    """Avalanche's ``Naive``: plain fine-tuning (our ``seq``, in Avalanche's loop)."""
-
-    name: ClassVar[str] = "avalanche:naive"
-    description: ClassVar[str] = "Avalanche's Naive (fine-tuning) on our stream and model"
-    template: ClassVar[str] = "Naive"
-    Options: ClassVar[type] = NaiveOptions
-
-
-class AvalancheReplay(AvalancheStrategy):
-    """Avalanche's ``Replay``: every mini-batch joined by one from an experience-balanced buffer."""
-
-    name: ClassVar[str] = "avalanche:replay"
-    description: ClassVar[str] = "Avalanche's Replay (experience-balanced buffer, mem_size)"
-    template: ClassVar[str] = "Replay"
-    Options: ClassVar[type] = ReplayOptions
-
-    def memory_examples(self) -> int | None:
-        """Patterns in the replay buffer."""
-        for plugin in self.avalanche.plugins:
-            policy = getattr(plugin, "storage_policy", None)
-            if policy is not None:
-                return len(policy.buffer)
-        return 0
+def _replay_buffer(template: Any) -> int:
+    """Patterns in Replay's experience-balanced buffer (a plugin's storage policy)."""
+    for plugin in template.plugins:
+        policy = getattr(plugin, "storage_policy", None)
+        if policy is not None:
+            return len(policy.buffer)
+    return 0
 
 
-class AvalancheEWC(AvalancheStrategy):
-    """Avalanche's ``EWC``: quadratic penalty with importances from each experience."""
-
-    name: ClassVar[str] = "avalanche:ewc"
-    description: ClassVar[str] = "Avalanche's EWC (separate or online penalties)"
-    template: ClassVar[str] = "EWC"
-    Options: ClassVar[type] = EWCOptions
+def _der_buffer(template: Any) -> int:
+    """Patterns in DER's buffer (on the template itself)."""
+    return len(template.storage_policy.buffer)
 
 
-class AvalancheLwF(AvalancheStrategy):
-    """Avalanche's ``LwF``: distillation towards the previous experience's model."""
+def adapter(
+    key: str,
+    template: str,
+    options: type,
+    description: str,
+    buffer: Callable[[Any], int] | None = None,
+) -> type[AvalancheStrategy]:
+    """The adapter class of Avalanche's strategy template ``template``, as ``avalanche:key``.
 
-    name: ClassVar[str] = "avalanche:lwf"
-    description: ClassVar[str] = "Avalanche's LwF (distillation from the previous model)"
-    template: ClassVar[str] = "LwF"
-    Options: ClassVar[type] = LwFOptions
+    The seven adapters differ only in these data (one row each below); each is registered by an
+    entry point of the ``lifelong.strategies`` group, like every other strategy.
 
+    Args:
+        key: The name after ``avalanche:``.
+        template: The template's class name in ``avalanche.training``.
+        options: Its options (`AvalancheOptions` and the template's own arguments).
+        description: The one-line description ``lifelong strategies`` prints.
+        buffer: Reads the size of the template's replay memory, for strategies with one.
 
-class AvalancheAGEM(AvalancheStrategy):
-    """Avalanche's ``AGEM``: gradient projection on a memory sample's reference gradient."""
-
-    name: ClassVar[str] = "avalanche:agem"
-    description: ClassVar[str] = "Avalanche's A-GEM (projection on a memory reference gradient)"
-    template: ClassVar[str] = "AGEM"
-    Options: ClassVar[type] = AGEMOptions
-
-
-class AvalancheGEM(AvalancheStrategy):
-    """Avalanche's ``GEM``: QP projection against every earlier experience's memory gradient."""
-
-    name: ClassVar[str] = "avalanche:gem"
-    description: ClassVar[str] = "Avalanche's GEM (QP projection, per-experience memories)"
-    template: ClassVar[str] = "GEM"
-    Options: ClassVar[type] = GEMOptions
-
-
-class AvalancheDER(AvalancheStrategy):
-    """Avalanche's ``DER`` / DER++: replay of stored examples with their logits."""
-
-    name: ClassVar[str] = "avalanche:der"
-    description: ClassVar[str] = "Avalanche's DER++ (replay with stored logits; beta=0: DER)"
-    template: ClassVar[str] = "DER"
-    Options: ClassVar[type] = DEROptions
-
-    def memory_examples(self) -> int | None:
-        """Patterns in DER's buffer."""
-        return len(self.avalanche.storage_policy.buffer)
+    """
+    name = f"Avalanche{template}"
+    attributes = {
+        "__doc__": f"Avalanche's ``{template}`` behind our Strategy protocol: {description}.",
+        "__module__": __name__,
+        "__qualname__": name,
+        "name": PREFIX + key,
+        "description": description,
+        "template": template,
+        "Options": options,
+        "buffer": staticmethod(buffer) if buffer else None,
+    }
+    return type(name, (AvalancheStrategy,), attributes)
 
 
-STRATEGIES: dict[str, type[AvalancheStrategy]] = {
-    "naive": AvalancheNaive,
-    "replay": AvalancheReplay,
-    "ewc": AvalancheEWC,
-    "lwf": AvalancheLwF,
-    "agem": AvalancheAGEM,
-    "gem": AvalancheGEM,
-    "der": AvalancheDER,
-}
-"""Avalanche's strategies by the part of ``avalanche:NAME`` after the prefix (lower case)."""
+AvalancheNaive = adapter(
+    "naive", "Naive", NaiveOptions, "Avalanche's Naive (fine-tuning) on our stream and model"
+)
+AvalancheReplay = adapter(
+    "replay",
+    "Replay",
+    ReplayOptions,
+    "Avalanche's Replay (experience-balanced buffer, mem_size)",
+    _replay_buffer,
+)
+AvalancheEWC = adapter("ewc", "EWC", EWCOptions, "Avalanche's EWC (separate or online penalties)")
+AvalancheLwF = adapter(
+    "lwf", "LwF", LwFOptions, "Avalanche's LwF (distillation from the previous model)"
+)
+AvalancheAGEM = adapter(
+    "agem", "AGEM", AGEMOptions, "Avalanche's A-GEM (projection on a memory reference gradient)"
+)
+AvalancheGEM = adapter(
+    "gem", "GEM", GEMOptions, "Avalanche's GEM (QP projection, per-experience memories)"
+)
+AvalancheDER = adapter(
+    "der",
+    "DER",
+    DEROptions,
+    "Avalanche's DER++ (replay with stored logits; beta=0: DER)",
+    _der_buffer,
+)
+
+STRATEGIES: tuple[type[AvalancheStrategy], ...] = (
+    AvalancheNaive,
+    AvalancheReplay,
+    AvalancheEWC,
+    AvalancheLwF,
+    AvalancheAGEM,
+    AvalancheGEM,
+    AvalancheDER,
+)
+"""Every adapter, in the order ``lifelong strategies`` lists them (pyproject registers each)."""
 
 
 def names() -> list[str]:
     """The ``avalanche:NAME`` strategy names."""
-    return [PREFIX + key for key in STRATEGIES]
-
-
-def strategy_class(name: str) -> type[AvalancheStrategy]:
-    """The adapter class of ``avalanche:NAME`` (case-insensitive), once Avalanche imports.
-
-    Raises:
-        UnknownStrategyError: ``NAME`` is not one of Avalanche's strategies wrapped here.
-        AvalancheUnavailableError: Avalanche does not import here (names the extra).
-
-    """
-    key = name[len(PREFIX) :].lower() if name.lower().startswith(PREFIX) else name.lower()
-    if key not in STRATEGIES:
-        raise UnknownStrategyError(
-            f"unknown Avalanche strategy {name!r}; wrapped here: {', '.join(names())}"
-        )
-    require_avalanche()
-    return STRATEGIES[key]
+    return [cls.name for cls in STRATEGIES]
 
 
 __all__ = [
@@ -813,6 +805,6 @@ __all__ = [
     "as_model",
     "experience_dataset",
     "names",
+    "adapter",
     "require_avalanche",
-    "strategy_class",
 ]

@@ -87,7 +87,7 @@ def test_the_rules_make_the_gpu_only_failure_happen_on_the_cpu(cuda_rules):
 
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("strategy", registry.names())
+@pytest.mark.parametrize("strategy", registry.available())
 def test_every_strategy_and_task_kind_trains_and_evaluates(strategy, kind, precision, cuda_rules):
     """Failure 3 among them: FewRel's softmax pair loss under bf16 (index_add_ of exp)."""
     train_and_evaluate(strategy, kind, precision)

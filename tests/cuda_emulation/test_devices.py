@@ -68,7 +68,7 @@ OURS = ("lifelong", "strategies", "tests")
 
 
 @pytest.mark.filterwarnings("ignore:for .*copying from a non-meta parameter")
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_a_cpu_checkpoint_resumes_with_every_tensor_on_the_runs_device(name, task, tmp_path):
     """Failure 4: checkpoints loaded on the CPU left EWC's Fisher and anchor, pending episode
     batches (a dataclass `to_cpu` did not enter) and more on the CPU of a GPU run."""

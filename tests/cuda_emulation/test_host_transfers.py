@@ -31,7 +31,7 @@ def built(strategy, kind, **options):
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("strategy", registry.names())
+@pytest.mark.parametrize("strategy", registry.available())
 def test_every_strategy_trains_predicts_and_scores_device_batches(strategy, kind):
     """Failure 1: QA evaluation called np.asarray on a device tensor (TypeError on CUDA)."""
     stream, task, trained = built(strategy, kind)
@@ -40,7 +40,10 @@ def test_every_strategy_trains_predicts_and_scores_device_batches(strategy, kind
 
 
 SYNC_CASES = [
-    (name, kind, {}) for name in registry.names() for kind in KINDS if kind != "relation-softmax"
+    (name, kind, {})
+    for name in registry.available()
+    for kind in KINDS
+    if kind != "relation-softmax"
 ]
 SYNC_CASES.append(("meta-mbpa", "classification", {"meta_scope": "head"}))
 SYNC_CASES.append(("meta-mbpa", "relation-binary", {"meta_scope": "head"}))

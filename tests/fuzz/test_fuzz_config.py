@@ -115,7 +115,7 @@ def test_yaml_run_config(values, twice, cut, tried):
         assert not isinstance(kept, float) or math.isfinite(kept), field
 
 
-STRATEGIES = [n for n in registry.names() if not n.startswith("avalanche")]
+STRATEGIES = registry.available()
 
 
 def option_fields(strategy):

@@ -22,14 +22,26 @@ def avalanche_imports() -> bool:
 
 
 def test_unknown_avalanche_name_lists_the_wrapped_ones():
-    with pytest.raises(registry.UnknownStrategyError, match="avalanche:naive.*avalanche:der"):
+    with pytest.raises(registry.UnknownStrategyError, match="avalanche:der.*avalanche:naive"):
         registry.get("avalanche:icarl")
+
+
+def test_the_adapters_are_registered_like_every_strategy():
+    assert set(ava.names()) <= set(registry.names())
+    for cls in ava.STRATEGIES:
+        assert registry.get(cls.name) is cls
+        registry.check_hooks(cls.name, cls)
+        assert cls.template and cls.description and cls.__name__ == f"Avalanche{cls.template}"
+    assert ava.AvalancheReplay.buffer is not None and ava.AvalancheNaive.buffer is None
+    runnable = set(registry.available())
+    assert {"seq", "replay", "mbpa++"} <= runnable
+    assert (set(ava.names()) <= runnable) == avalanche_imports()
 
 
 @pytest.mark.skipif(avalanche_imports(), reason="avalanche-lib imports here")
 def test_missing_avalanche_names_the_extra(tmp_path, capsys):
     with pytest.raises(ava.AvalancheUnavailableError, match=r"lifelong\[avalanche\]"):
-        registry.options_class("avalanche:Replay")
+        registry.parse("avalanche:replay")
     code = main(
         ["run", "--encoder", "tiny", "--strategy", "avalanche:replay"]
         + ["--output-dir", str(tmp_path / "runs")]

@@ -73,7 +73,7 @@ def accuracy(run_dir):
     return pd.read_csv(run_dir / "accuracy.csv", index_col="row")
 
 
-@pytest.mark.parametrize("strategy", registry.names())
+@pytest.mark.parametrize("strategy", registry.available())
 def test_resume_after_a_crash_mid_task_equals_the_uninterrupted_run(
     strategy, tmp_path, monkeypatch
 ):

@@ -204,7 +204,7 @@ SMALL = {  # keep the costly parts small: the test is that each strategy runs on
 }
 
 
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_every_strategy_runs_on_the_fewrel_sample(name, tmp_path, capsys):
     code = run_cli(
         *FEWREL,
@@ -246,7 +246,7 @@ def test_fewrel_runs_average_over_cluster_orders(tmp_path, capsys):
 QA = ["--stream", "qa", "--tasks", "squad,quac", "--train-size", "8", "--test-size", "4"]
 
 
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_every_strategy_runs_on_the_qa_sample(name, tmp_path, capsys):
     code = run_cli(*QA, *SMALL.get(name, []), "--strategy", name, "--output-dir", str(tmp_path))
     assert code == 0

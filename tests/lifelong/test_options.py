@@ -74,7 +74,7 @@ def test_parse_options_rejects_values_naming_the_key(values, message):
 
 def test_every_strategys_options_reject_a_bad_value_at_parse_time():
     checks = {"adapt_scope": "bogus", "meta_scope": "bogus", "project": "sometimes"}
-    for name in registry.names():
+    for name in registry.available():
         fields = set(registry.options_class(name).__dataclass_fields__)
         for key, bad in checks.items():
             if key in fields:

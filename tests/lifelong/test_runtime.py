@@ -133,7 +133,7 @@ def observe_stream(name, task, runtime):
     return model, before, result, dtypes
 
 
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_every_strategy_trains_adapts_and_evaluates_under_bf16_autocast_on_the_cpu(name, task):
     runtime = Runtime(torch.device("cpu"), "bf16")
     model, before, result, dtypes = observe_stream(name, task, runtime)
@@ -146,7 +146,7 @@ def test_every_strategy_trains_adapts_and_evaluates_under_bf16_autocast_on_the_c
     assert np.isfinite(result.accuracy).all() and result.accuracy.shape == (2, 2)
 
 
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_every_strategy_trains_adapts_and_evaluates_under_fp16_with_loss_scaling_on_the_cpu(
     name, task
 ):
@@ -191,7 +191,7 @@ def test_an_fp16_update_whose_gradient_overflows_is_skipped_and_the_scale_halves
 
 
 @CUDA
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_every_strategy_runs_on_cuda_in_fp16(name, task):
     runtime = Runtime.resolve("cuda", "fp16")
     model, _, result, dtypes = observe_stream(name, task, runtime)
@@ -200,7 +200,7 @@ def test_every_strategy_runs_on_cuda_in_fp16(name, task):
 
 
 @CUDA
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_every_strategy_runs_on_cuda_in_bf16(name, task):
     runtime = Runtime.resolve("cuda", "auto")
     model, _, result, dtypes = observe_stream(name, task, runtime)

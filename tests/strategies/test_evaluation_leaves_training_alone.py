@@ -47,7 +47,7 @@ def train(name, task, evaluate_every_task):
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_a_run_evaluated_after_every_task_ends_with_the_weights_of_one_evaluated_once(name, task):
     every = train(name, task, evaluate_every_task=True)
     once = train(name, task, evaluate_every_task=False)

@@ -54,7 +54,7 @@ def test_every_memory_encoder_runs_a_classification_stream(encoder, tmp_path, ca
     assert f"encoder: {encoder}" in (run_dir / "config.yaml").read_text()
 
 
-@pytest.mark.parametrize("name", registry.names())
+@pytest.mark.parametrize("name", registry.available())
 def test_every_strategy_runs_with_a_memory_encoder(name, tmp_path, capsys):
     assert run(tmp_path, "memformer", name) == 0
     assert "Accuracy matrix" in capsys.readouterr().out
