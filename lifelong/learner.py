@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 from lifelong.metrics import pooled_accuracy
 from lifelong.runtime import CPU, Runtime
-from lifelong.strategy import Strategy
+from lifelong.strategy import Strategy, require_hooks
 from lifelong.tasks import TaskKind
 from streams.core import Example, TaskStream, batches
 
@@ -202,6 +202,7 @@ def evaluate_metrics(
     scores are summed over examples, and every prediction depends on its own example only
     (local adaptation is per example), so the order changes no metric.
     """
+    require_hooks(strategy)
     bar = tqdm(total=len(examples), desc=desc, unit="ex", leave=False, disable=not progress)
     chunks = list(batches(length_sorted(examples, kind), batch_size))
     test = [kind(chunk) for chunk in chunks]
@@ -298,10 +299,11 @@ def evaluate(strategy: Strategy, examples: Sequence[Example], kind: TaskKind, **
 def evaluate_all_metrics(
     strategy: Strategy, stream: TaskStream, kind: TaskKind, **kw: Any
 ) -> dict[str, np.ndarray]:
-    """Every metric on every task's test set, each shape (T,), calling the optional eval hooks.
+    """Every metric on every task's test set, each shape (T,), calling the evaluation hooks.
 
     Keyword arguments (``batch_size``, ``progress``) are those of `evaluate_metrics`.
     """
+    require_hooks(strategy)
     strategy.on_eval_start()
     strategy.on_eval_sets([task.test for task in stream])  # every test set, up front
     per_task = [
@@ -365,6 +367,7 @@ def run_stream(
         The accuracy matrix R and the untrained accuracies b.
 
     """
+    require_hooks(strategy)
     T = len(stream)
     position = start or StreamPosition()
     with runtime.autocast():

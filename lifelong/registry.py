@@ -108,9 +108,9 @@ def check_hooks(name: str, cls: type) -> None:
         IncompleteStrategyError: Hooks are missing (named), with how to get their defaults.
 
     """
-    from lifelong.strategy import HOOKS
+    from lifelong.strategy import missing_hooks
 
-    missing = [hook for hook in HOOKS if not callable(getattr(cls, hook, None))]
+    missing = missing_hooks(cls)
     if missing:
         raise IncompleteStrategyError(
             f"strategy {name!r} ({cls.__module__}.{cls.__qualname__}) lacks the learner's hooks "

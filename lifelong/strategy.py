@@ -70,6 +70,26 @@ HOOKS = (
 declared on `Strategy`."""
 
 
+def missing_hooks(strategy: object) -> list[str]:
+    """The hooks of `HOOKS` that ``strategy`` (a class or an instance) lacks."""
+    return [hook for hook in HOOKS if not callable(getattr(strategy, hook, None))]
+
+
+def require_hooks(strategy: object) -> None:
+    """Raise unless ``strategy`` has every hook the learner calls.
+
+    Raises:
+        TypeError: Hooks are missing (named), with how to get their defaults.
+
+    """
+    missing = missing_hooks(strategy)
+    if missing:
+        raise TypeError(
+            f"{type(strategy).__name__} lacks the learner's hooks {', '.join(missing)}: "
+            "inherit lifelong.StrategyHooks (do-nothing defaults)"
+        )
+
+
 class StrategyHooks:
     """Do-nothing defaults of the learner's hooks; a strategy overrides what it needs.
 

@@ -52,6 +52,7 @@ from lifelong.integrations import avalanche as ava
 from lifelong.learner import evaluate_all
 from lifelong.metrics import backward_transfer, forgetting
 from lifelong.options import OptionsError
+from lifelong.strategy import StrategyHooks
 from lifelong.training import make_optimizer, predict_scores, seed_everything
 from streams.registry import build_stream
 
@@ -73,7 +74,7 @@ def run_cli(tmp_path, strategy, *options):
 
 @pytest.mark.parametrize(
     ("strategy", "options"),
-    [("avalanche:naive", []), ("avalanche:Replay", ["-o", "mem_size=30"])],
+    [("avalanche:naive", []), ("avalanche:replay", ["-o", "mem_size=30"])],
 )
 def test_avalanche_strategies_run_through_lifelong_run(tmp_path, capsys, strategy, options):
     """The bundled text sample (5 tasks), our tiny encoder, learner, metrics and run dir."""
@@ -141,7 +142,7 @@ def tiny_sample(**changes):
     return config, stream, model, kind
 
 
-class Plain:
+class Plain(StrategyHooks):
     """Our evaluation of a model (what every strategy's ``predict`` does for plain models)."""
 
     def __init__(self, model):

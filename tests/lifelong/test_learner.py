@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from lifelong.learner import run_stream
 from lifelong.strategy import StrategyContext
@@ -171,3 +172,14 @@ def test_the_eval_batch_size_and_prefetch_follow_the_device():
     for flag, value in (("auto", "auto"), ("16", 16)):
         args = build_parser().parse_args(["run", "--eval-batch-size", flag])
         assert config_from_args(args).eval_batch_size == value
+
+
+def test_an_object_without_the_hooks_is_refused_by_the_learner(task):
+    from lifelong.learner import evaluate_all
+
+    class PredictOnly:
+        def predict(self, batch):
+            return batch.input_ids.new_zeros((len(batch), 2)).float()
+
+    with pytest.raises(TypeError, match="PredictOnly lacks the learner's hooks on_stream_start"):
+        evaluate_all(PredictOnly(), toy_stream(n_train=4, n_test=2), task)
