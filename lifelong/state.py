@@ -1,13 +1,13 @@
-"""A strategy's resumable state, built from its components' own ``state_dict``s.
+"""A strategy's resumable state, built from its parts' own ``state_dict``s.
 
-    self.parts = Components(model=self.model, optimizer=self.optimizer, replay=self.replay,
-                            rng=self.rng, counts=self.counts)
+    self.resumable = ResumableParts(trainer=self.trainer, replay=self.replay, rng=self.rng,
+                                    counts=self.counts)
 
-    def state_dict(self):
-        return self.parts.state_dict()
+    state_dict = resumable_state_dict  # the parts' states, each under its name
+    load_state_dict = load_resumable_state_dict
 
-Components are anything with ``state_dict`` / ``load_state_dict`` (modules, optimisers, replay,
-memory writers, `Counters`) and NumPy generators (their bit-generator state).
+A part is anything with ``state_dict`` / ``load_state_dict`` (modules, optimisers, replay,
+memory writers, `Counters`) or a NumPy generator (its bit-generator state).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ class Counters:
         return f"Counters({', '.join(f'{k}={v}' for k, v in self.__dict__.items())})"
 
 
-class Components:
-    """Named parts of a strategy, saved and restored together.
+class ResumableParts:
+    """The named parts of a strategy that a checkpoint saves and a resume restores, together.
 
     Args:
         **parts: Objects with ``state_dict`` / ``load_state_dict``, or NumPy generators.
@@ -49,7 +49,7 @@ class Components:
     def __init__(self, **parts: Any) -> None:
         for name, part in parts.items():
             if not isinstance(part, np.random.Generator) and not hasattr(part, "state_dict"):
-                raise TypeError(f"component {name!r} ({type(part).__name__}) has no state_dict")
+                raise TypeError(f"part {name!r} ({type(part).__name__}) has no state_dict")
         self.parts = parts
 
     def state_dict(self) -> dict[str, Any]:
@@ -79,15 +79,15 @@ def _state(part: Any) -> Any:
     return part.state_dict()
 
 
-def delegated(name: str) -> Any:
-    """A strategy method that forwards to its `Components` (``self.parts``).
+def resumable_state_dict(strategy: Any) -> dict[str, Any]:
+    """A strategy's state: the state of its `ResumableParts` (``strategy.resumable``).
 
-    ``state_dict = delegated("state_dict")`` makes a strategy's state the state of its parts.
+    Assigned in a strategy's class body (``state_dict = resumable_state_dict``), it is the
+    strategy's ``state_dict`` method.
     """
+    return strategy.resumable.state_dict()
 
-    def method(self: Any, *args: Any) -> Any:
-        return getattr(self.parts, name)(*args)
 
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = getattr(Components, name).__doc__
-    return method
+def load_resumable_state_dict(strategy: Any, state: dict[str, Any]) -> None:
+    """Restore a strategy's `ResumableParts` (``strategy.resumable``) from its ``state_dict``."""
+    strategy.resumable.load_state_dict(state)

@@ -294,7 +294,7 @@ class TaskSchedule:
         return cls(trainer, lr, options) if options.optimizer_per_task else None
 
     @staticmethod
-    def parts(schedule: TaskSchedule | None) -> dict[str, TaskSchedule]:
+    def resumable_parts(schedule: TaskSchedule | None) -> dict[str, TaskSchedule]:
         """The strategy-state part of a schedule: its counter, only when there is one."""
         return {} if schedule is None else {"schedule": schedule}
 
@@ -367,6 +367,6 @@ class TaskTraining:
         if self.schedule is not None:
             self.schedule.advance()
 
-    def parts(self) -> dict[str, Any]:
+    def resumable_parts(self) -> dict[str, Any]:
         """The resumable parts: the trainer, and the schedule's counter when there is one."""
-        return {"trainer": self.trainer, **TaskSchedule.parts(self.schedule)}
+        return {"trainer": self.trainer, **TaskSchedule.resumable_parts(self.schedule)}

@@ -20,7 +20,7 @@ import torch
 from lifelong.model import Batch, Classifier
 from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
-from lifelong.state import Components, Counters, delegated
+from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, accumulate
 
@@ -95,7 +95,9 @@ class AGEM(StrategyHooks):
         )
         self.replay = SparseReplay(context, self.options, self.options.write_prob, keyed=False)
         self.counts = Counters(projections=0)  # updates whose gradient was actually projected
-        self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
+        self.resumable = ResumableParts(
+            trainer=self.trainer, replay=self.replay, counts=self.counts
+        )
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One (possibly projected) update on the batch, then write it to memory."""
@@ -126,5 +128,5 @@ class AGEM(StrategyHooks):
         """Examples in memory, write rate, replays and projected updates."""
         return {**self.replay.report(), "projections": self.counts.projections}
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict

@@ -22,7 +22,7 @@ from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveInt, Probability, option_group
 from lifelong.replay import ClipOptions
-from lifelong.state import Components, delegated
+from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
@@ -94,7 +94,7 @@ class EWC(StrategyHooks):
         self.sample = EpisodicMemory(
             0, policy=ReservoirWrite(self.options.fisher_samples), seed=context.seed
         )
-        self.parts = Components(trainer=self.trainer, ewc=self.state, sample=self.sample)
+        self.resumable = ResumableParts(trainer=self.trainer, ewc=self.state, sample=self.sample)
 
     @property
     def fisher(self) -> Params:
@@ -154,5 +154,5 @@ class EWC(StrategyHooks):
         """Row scores of the current model."""
         return self.trainer.predict(batch)
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict

@@ -16,7 +16,7 @@ from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.model import Batch
 from lifelong.options import option_group
 from lifelong.replay import ClipOptions, WriteOptions, episodic_writer
-from lifelong.state import Components, delegated
+from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions, TaskTraining
 
@@ -59,8 +59,8 @@ class MbPA(StrategyHooks):
             seed=context.seed,
             loss_scale=self.trainer.inner_loss_scale,
         )
-        self.parts = Components(
-            **self.training.parts(), writer=self.writer, retrieval=self.adapter.rng
+        self.resumable = ResumableParts(
+            **self.training.resumable_parts(), writer=self.writer, retrieval=self.adapter.rng
         )
 
     def on_task_start(self, task: int) -> None:
@@ -82,5 +82,5 @@ class MbPA(StrategyHooks):
         """Examples in memory and write rate."""
         return self.writer.report()
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict

@@ -24,7 +24,7 @@ from lifelong.replay import (
     SparseReplay,
     WriteOptions,
 )
-from lifelong.state import Components, delegated
+from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions, TaskTraining
 
@@ -85,7 +85,9 @@ class MbPAPlusPlus(StrategyHooks):
             loss_scale=self.trainer.inner_loss_scale,
         )
         retrieval = self.adapter.rng  # random retrieval's generator (mbpa++-rand)
-        self.parts = Components(**self.training.parts(), replay=self.replay, retrieval=retrieval)
+        self.resumable = ResumableParts(
+            **self.training.resumable_parts(), replay=self.replay, retrieval=retrieval
+        )
 
     def on_task_start(self, task: int) -> None:
         """With ``optimizer_per_task``: a fresh optimiser and schedule (EM-in-LLL)."""
@@ -109,8 +111,8 @@ class MbPAPlusPlus(StrategyHooks):
         """Examples in memory, write rate and replays."""
         return self.replay.report()
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict
 
 
 class MbPAPlusPlusRand(MbPAPlusPlus):

@@ -63,7 +63,7 @@ from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, episodic_writer
 from lifelong.runtime import eager_call
 from lifelong.scopes import Head, Lora, Scope, parse_scope
-from lifelong.state import Components, Counters, delegated
+from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
 from streams.core import Example
@@ -127,7 +127,9 @@ class MetaMbPA(StrategyHooks):
         self.adapt_scope = parse_scope(options.adapt_scope, encoder, options.adapt_rank)
         self.seed = context.seed  # of lora's A (`lifelong.lowrank.init_lora`)
         self.counts = Counters(coarse_adaptations=0)
-        self.parts = Components(trainer=self.trainer, replay=self.replay, counts=self.counts)
+        self.resumable = ResumableParts(
+            trainer=self.trainer, replay=self.replay, counts=self.counts
+        )
         # θ̃ of the current evaluation (coarse_scope "test_set"); never saved: it lasts one phase
         self._evaluation_params: Params | None = None
         self._evaluating = False
@@ -400,5 +402,5 @@ class MetaMbPA(StrategyHooks):
             "coarse_adaptations": self.counts.coarse_adaptations,
         }
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict

@@ -25,7 +25,7 @@ from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch
 from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay import ClipOptions
-from lifelong.state import Components, Counters, delegated
+from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 from streams.core import TaskStream
@@ -61,7 +61,7 @@ class MTL(StrategyHooks):
         self.counts = Counters(taken=0)  # examples of the joint shuffle trained on so far
         self.pool: ExampleRecords | None = None
         self.order = np.zeros(0, dtype=np.int64)
-        self.parts = Components(trainer=self.trainer, counts=self.counts)
+        self.resumable = ResumableParts(trainer=self.trainer, counts=self.counts)
 
     def on_stream_start(self, stream: TaskStream) -> None:
         """Encode every task's training examples and fix the joint shuffle (seeded).
@@ -98,5 +98,5 @@ class MTL(StrategyHooks):
         """Examples of the joint shuffle trained on."""
         return {"joint_examples": self.counts.taken}
 
-    state_dict = delegated("state_dict")  # weights, optimiser, examples taken
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, examples taken
+    load_state_dict = load_resumable_state_dict

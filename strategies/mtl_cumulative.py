@@ -19,7 +19,7 @@ from lifelong.memory import EpisodicMemory
 from lifelong.model import Batch
 from lifelong.options import PositiveInt, option_group
 from lifelong.replay import ClipOptions
-from lifelong.state import Components, delegated
+from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
@@ -56,7 +56,7 @@ class MTLCumulative(StrategyHooks):
         )
         self.rng = np.random.default_rng(context.seed)
         self.seen = EpisodicMemory(0, seed=context.seed)  # every example; never searched
-        self.parts = Components(trainer=self.trainer, seen=self.seen, rng=self.rng)
+        self.resumable = ResumableParts(trainer=self.trainer, seen=self.seen, rng=self.rng)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Store the batch's examples; training happens in `on_task_end`."""
@@ -76,5 +76,5 @@ class MTLCumulative(StrategyHooks):
         """Row scores of the current model."""
         return self.trainer.predict(batch)
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict

@@ -38,7 +38,7 @@ from lifelong.replay import (
     WriteOptions,
 )
 from lifelong.runtime import eager_call
-from lifelong.state import Components, Counters, delegated
+from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
 from streams.core import Example
@@ -104,7 +104,7 @@ class OMLER(StrategyHooks):
         )
         self.counts = Counters(meta_tests=0)
         self.rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches
-        self.parts = Components(
+        self.resumable = ResumableParts(
             trainer=self.trainer,
             replay=self.replay,
             episodes=self.buffer,
@@ -230,5 +230,5 @@ class OMLER(StrategyHooks):
             "meta_tests": self.counts.meta_tests,
         }
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict

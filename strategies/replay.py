@@ -31,7 +31,7 @@ from lifelong.replay import (
     WriteOptions,
     paper_replay_clip,
 )
-from lifelong.state import Components, delegated
+from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
@@ -77,7 +77,7 @@ class Replay(StrategyHooks):
             context.model, context.lr, options.max_grad_norm, runtime=context.runtime
         )
         self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
-        self.parts = Components(trainer=self.trainer, replay=self.replay)
+        self.resumable = ResumableParts(trainer=self.trainer, replay=self.replay)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Update on the batch, replay if R_I examples have passed, then write the batch.
@@ -100,5 +100,5 @@ class Replay(StrategyHooks):
         """Examples in memory, write rate and replays taken."""
         return self.replay.report()
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict

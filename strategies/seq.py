@@ -9,7 +9,7 @@ import torch
 from lifelong.model import Batch
 from lifelong.options import Range, option_group
 from lifelong.replay import ClipOptions
-from lifelong.state import Components, delegated
+from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
@@ -39,7 +39,7 @@ class Seq(StrategyHooks):
         self.trainer = Trainer(
             context.model, context.lr, options.max_grad_norm, runtime=context.runtime
         )
-        self.parts = Components(trainer=self.trainer)
+        self.resumable = ResumableParts(trainer=self.trainer)
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One optimiser step on the batch."""
@@ -49,5 +49,5 @@ class Seq(StrategyHooks):
         """Row scores of the current model."""
         return self.trainer.predict(batch)
 
-    state_dict = delegated("state_dict")  # weights, optimiser, memory, counters, generators
-    load_state_dict = delegated("load_state_dict")
+    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
+    load_state_dict = load_resumable_state_dict
