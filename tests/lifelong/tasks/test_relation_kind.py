@@ -5,6 +5,7 @@ import torch.nn.functional as F
 
 from lifelong.learner import evaluate_metrics
 from lifelong.model import Batch
+from lifelong.strategy import StrategyHooks
 from lifelong.tasks import TaskSettings, build_task
 from lifelong.tasks.relation import candidate_loss
 from streams import Example
@@ -131,7 +132,7 @@ def test_score_picks_each_sentences_best_row(tokenizer):
     assert relation(tokenizer).score(scores, batch, examples()) == {"accuracy": 1.0}
 
 
-class Gold:
+class Gold(StrategyHooks):
     def predict(self, batch):
         return batch.labels.float()[:, None]  # (rows, 1): the gold row scores highest
 
@@ -151,7 +152,7 @@ def test_the_model_trains_on_pairs(tokenizer):
     assert np.isfinite(float(loss.detach())) and model.head.linear.weight.grad is not None
 
 
-class Uninformed:
+class Uninformed(StrategyHooks):
     """A scorer that knows nothing: constant scores (every candidate ties) or random ones."""
 
     def __init__(self, constant):
