@@ -31,10 +31,6 @@ class UnknownStrategyError(ValueError):
     """No strategy is registered under a name."""
 
 
-class IncompleteStrategyError(ValueError):
-    """A registered strategy class lacks hooks the learner calls."""
-
-
 def register(name: str, cls: type) -> None:
     """Register a strategy class under ``name`` for this process."""
     _registered[name] = cls
@@ -95,27 +91,28 @@ def parse(name: str, options: Mapping[str, Any] | None = None) -> Any:
         OptionsError: An unknown option or a value its field does not allow (named).
 
     """
-    cls = get(name)
-    check_hooks(name, cls)  # before anything loads, like the options
-    cls.check_available()
-    return parse_options(options_class(name), options or {}, owner=f"strategy {name!r}")
+    cls = checked(name)
+    options_cls = getattr(cls, "Options", NoOptions)
+    return parse_options(options_cls, options or {}, owner=f"strategy {name!r}")
 
 
-def check_hooks(name: str, cls: type) -> None:
-    """Raise unless strategy class ``cls`` has every hook the learner calls.
+def checked(name: str) -> type:
+    """The class registered under ``name``, with its hooks and availability checked.
+
+    What `parse` and `build` check before anything loads.
 
     Raises:
-        IncompleteStrategyError: Hooks are missing (named), with how to get their defaults.
+        UnknownStrategyError: Nothing is registered under ``name``.
+        IncompleteStrategyError: The class lacks hooks the learner calls (named).
+        ValueError: The strategy cannot run here (its ``check_available``: a missing extra).
 
     """
-    from lifelong.strategy import missing_hooks
+    from lifelong.strategy import require_hooks
 
-    missing = missing_hooks(cls)
-    if missing:
-        raise IncompleteStrategyError(
-            f"strategy {name!r} ({cls.__module__}.{cls.__qualname__}) lacks the learner's hooks "
-            f"{', '.join(missing)}: inherit lifelong.StrategyHooks (do-nothing defaults)"
-        )
+    cls = get(name)
+    require_hooks(cls, f"strategy {name!r} ({cls.__module__}.{cls.__qualname__})")
+    cls.check_available()
+    return cls
 
 
 def build(name: str, context: StrategyContext, options: Any = None) -> Strategy:
@@ -128,15 +125,13 @@ def build(name: str, context: StrategyContext, options: Any = None) -> Strategy:
             `parse`), a mapping of option values (parsed here), or ``None`` for the defaults.
 
     """
-    cls = get(name)
-    check_hooks(name, cls)
-    cls.check_available()
-    options_cls = options_class(name)
+    cls = checked(name)
+    options_cls = getattr(cls, "Options", NoOptions)
     if not isinstance(options, options_cls):
         if options is not None and not isinstance(options, Mapping):
             raise OptionsError(
                 f"strategy {name!r}: options must be a {options_cls.__name__} or a mapping, "
                 f"got {type(options).__name__}"
             )
-        options = parse(name, options)
+        options = parse_options(options_cls, options or {}, owner=f"strategy {name!r}")
     return cls(context, options)

@@ -70,22 +70,31 @@ HOOKS = (
 declared on `Strategy`."""
 
 
-def missing_hooks(strategy: object) -> list[str]:
-    """The hooks of `HOOKS` that ``strategy`` (a class or an instance) lacks."""
-    return [hook for hook in HOOKS if not callable(getattr(strategy, hook, None))]
+class IncompleteStrategyError(TypeError, ValueError):
+    """A strategy (class or object) lacks hooks the learner calls.
+
+    A `TypeError` for library code; also a `ValueError`, so the command line reports it as the
+    one-line error of a bad ``--strategy`` before anything loads.
+    """
 
 
-def require_hooks(strategy: object) -> None:
-    """Raise unless ``strategy`` has every hook the learner calls.
+def require_hooks(strategy: object, label: str | None = None) -> None:
+    """Raise unless ``strategy`` (a class or an object) has every hook of `HOOKS`.
+
+    Args:
+        strategy: The strategy class (the registry checks it before anything loads) or object
+            (the learner checks what it is handed).
+        label: How the error names it (default: the class's name).
 
     Raises:
-        TypeError: Hooks are missing (named), with how to get their defaults.
+        IncompleteStrategyError: Hooks are missing (named), with how to get their defaults.
 
     """
-    missing = missing_hooks(strategy)
+    missing = [hook for hook in HOOKS if not callable(getattr(strategy, hook, None))]
     if missing:
-        raise TypeError(
-            f"{type(strategy).__name__} lacks the learner's hooks {', '.join(missing)}: "
+        cls = strategy if isinstance(strategy, type) else type(strategy)
+        raise IncompleteStrategyError(
+            f"{label or cls.__name__} lacks the learner's hooks {', '.join(missing)}: "
             "inherit lifelong.StrategyHooks (do-nothing defaults)"
         )
 
