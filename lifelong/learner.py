@@ -203,6 +203,18 @@ def evaluate_metrics(
     (local adaptation is per example), so the order changes no metric.
     """
     require_hooks(strategy)
+    return _set_metrics(strategy, examples, kind, batch_size, desc, progress)
+
+
+def _set_metrics(
+    strategy: Strategy,
+    examples: Sequence[Example],
+    kind: TaskKind,
+    batch_size: int = 64,
+    desc: str = "eval",
+    progress: bool = True,
+) -> dict[str, float]:
+    """`evaluate_metrics` of a strategy whose hooks are already checked."""
     bar = tqdm(total=len(examples), desc=desc, unit="ex", leave=False, disable=not progress)
     chunks = list(batches(length_sorted(examples, kind), batch_size))
     test = [kind(chunk) for chunk in chunks]
@@ -304,11 +316,17 @@ def evaluate_all_metrics(
     Keyword arguments (``batch_size``, ``progress``) are those of `evaluate_metrics`.
     """
     require_hooks(strategy)
+    return _all_metrics(strategy, stream, kind, **kw)
+
+
+def _all_metrics(
+    strategy: Strategy, stream: TaskStream, kind: TaskKind, **kw: Any
+) -> dict[str, np.ndarray]:
+    """`evaluate_all_metrics` of a strategy whose hooks are already checked."""
     strategy.on_eval_start()
     strategy.on_eval_sets([task.test for task in stream])  # every test set, up front
     per_task = [
-        evaluate_metrics(strategy, task.test, kind, desc=f"eval {task.name}", **kw)
-        for task in stream
+        _set_metrics(strategy, task.test, kind, desc=f"eval {task.name}", **kw) for task in stream
     ]
     strategy.on_eval_end()
     return {name: np.array([m[name] for m in per_task]) for name in per_task[0]}
@@ -375,7 +393,7 @@ def run_stream(
 
     def evaluate_now(trained: int) -> np.ndarray:
         with runtime.autocast():
-            rows = evaluate_all_metrics(
+            rows = _all_metrics(  # hooks checked once, above
                 strategy, stream, kind, batch_size=eval_batch_size, progress=progress
             )
         if listener is not None:

@@ -209,7 +209,7 @@ def test_a_resumed_run_counts_every_segments_seconds_and_logs_each_step_once(tmp
     config = small_config(tmp_path, "seq", checkpoint_every=2, loggers=["csv"])
     crash_at(monkeypatch, 10)  # task 2's 4th mini-batch; the last checkpoint after its 2nd
     # each evaluation takes 1 s more, so the crashed segment (two of them) takes 2 s at least
-    monkeypatch.setattr(learner, "evaluate_all_metrics", _slowed(learner.evaluate_all_metrics))
+    monkeypatch.setattr(learner, "_all_metrics", _slowed(learner._all_metrics))  # run_stream's
     with pytest.raises(Crash):
         run(config, run_dir=tmp_path / "crashed")
     before = load_checkpoint(tmp_path / "crashed").position.seconds
