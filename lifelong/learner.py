@@ -17,8 +17,8 @@ from tqdm.auto import tqdm
 from lifelong.metrics import pooled_accuracy
 from lifelong.runtime import CPU, Runtime
 from lifelong.strategy import Strategy, require_hooks
+from lifelong.streams.core import Example, TaskStream, batches
 from lifelong.tasks import TaskKind
-from streams.core import Example, TaskStream, batches
 
 log = logging.getLogger(__name__)
 

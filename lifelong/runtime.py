@@ -41,8 +41,8 @@ from torch.func import functional_call
 if TYPE_CHECKING:
     from lifelong.memory.records import ExampleRecords
     from lifelong.model import Batch
+    from lifelong.streams.core import Example
     from lifelong.tasks import TaskKind
-    from streams.core import Example
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     import torch
 
     from lifelong.model import Batch, Classifier
+    from lifelong.streams.core import Example, TaskStream
     from lifelong.tasks import TaskKind
-    from streams.core import Example, TaskStream
 
 
 @dataclass

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import torch
+from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
@@ -30,7 +31,6 @@ from lifelong.meta_episodes import adapt_per_batch
 from lifelong.model import Batch, Classifier
 from lifelong.options import option_group
 from lifelong.strategy import StrategyContext
-from strategies.oml_er import OMLER, OMLEROptions
 
 
 class Neuromodulator(nn.Module):

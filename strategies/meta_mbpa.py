@@ -52,6 +52,7 @@ from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import torch
+from lifelong.streams.core import Example
 from torch.func import functional_call
 
 from lifelong.adaptation import LocalAdaptationOptions, frozen_prefix
@@ -66,7 +67,6 @@ from lifelong.scopes import Head, Lora, Scope, parse_scope
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
-from streams.core import Example
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from typing import Annotated, ClassVar
 
 import numpy as np
 import torch
+from lifelong.streams.core import TaskStream
 
 from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch
@@ -28,7 +29,6 @@ from lifelong.replay import ClipOptions
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
-from streams.core import TaskStream
 
 
 @option_group

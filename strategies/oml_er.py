@@ -23,6 +23,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 import torch
+from lifelong.streams.core import Example
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
@@ -41,7 +42,6 @@ from lifelong.runtime import eager_call
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
-from streams.core import Example
 
 
 @option_group

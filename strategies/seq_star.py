@@ -30,6 +30,7 @@ import math
 from typing import Annotated, Any, ClassVar, Literal
 
 import torch
+from lifelong.streams.core import TaskStream
 
 from lifelong.heads import CosineHead
 from lifelong.model import Batch
@@ -38,7 +39,6 @@ from lifelong.replay import ClipOptions
 from lifelong.state import Counters
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
-from streams.core import TaskStream
 
 
 @option_group

@@ -4,7 +4,7 @@ Nothing here tokenises or scores: how an example becomes model input is a task k
 (`lifelong.tasks`). `build_stream` builds any of the three streams from a `StreamSpec`.
 """
 
-from streams.core import (
+from lifelong.streams.core import (
     DataFormatError,
     Example,
     Task,
@@ -13,10 +13,15 @@ from streams.core import (
     batches,
     sample_examples,
 )
-from streams.fewrel import cluster_relations, fewrel_stream, hashed_bag_of_words, relation_names
-from streams.qa import QA_DATASETS, QA_ORDERS, qa_stream
-from streams.registry import STREAMS, StreamSpec, build_stream, check_stream
-from streams.text_classification import DATASETS, ORDERS, text_classification_stream
+from lifelong.streams.fewrel import (
+    cluster_relations,
+    fewrel_stream,
+    hashed_bag_of_words,
+    relation_names,
+)
+from lifelong.streams.qa import QA_DATASETS, QA_ORDERS, qa_stream
+from lifelong.streams.registry import STREAMS, StreamSpec, build_stream, check_stream
+from lifelong.streams.text_classification import DATASETS, ORDERS, text_classification_stream
 
 __all__ = [
     "DATASETS",

@@ -49,12 +49,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from streams.core import DataFormatError, Example, Task, TaskStream, decimal, text_lines
-from streams.hf import HubSource, Split, describe_source, open_split, require_datasets
+from lifelong.streams.core import DataFormatError, Example, Task, TaskStream, decimal, text_lines
+from lifelong.streams.hf import HubSource, Split, describe_source, open_split, require_datasets
 
 if TYPE_CHECKING:
-    from streams.registry import StreamSpec
+    from lifelong.streams.registry import StreamSpec
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +252,7 @@ HUB_SOURCE = HubSource(
     ("relation", "candidates", "sentence"),
     note="Wang et al.'s lifelong FewRel (candidate sets included) is not on the hub; "
     "thunlp/few_rel is FewRel 1.0 without them. Convert the release with "
-    "streams.fewrel.fewrel_dataset(DIR).save_to_disk('DIR_HF/fewrel')",
+    "lifelong.streams.fewrel.fewrel_dataset(DIR).save_to_disk('DIR_HF/fewrel')",
 )
 """Lifelong FewRel in ``datasets`` form: splits ``train`` (``training_data.txt``) and ``test``
 (``val_data.txt``); columns ``relation`` (a ``ClassLabel`` whose names are the relation names,

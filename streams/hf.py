@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streams.core import DataFormatError
+from lifelong.streams.core import DataFormatError
 
 
 @dataclass(frozen=True)

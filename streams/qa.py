@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streams.core import (
+from lifelong.streams.core import (
     DataFormatError,
     Example,
     Task,
@@ -62,10 +62,10 @@ from streams.core import (
     load_task,
     resolve_order,
 )
-from streams.hf import HubSource, Split, describe_source, open_split
+from lifelong.streams.hf import HubSource, Split, describe_source, open_split
 
 if TYPE_CHECKING:
-    from streams.registry import StreamSpec
+    from lifelong.streams.registry import StreamSpec
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from streams import fewrel, qa, text_classification
-from streams.core import TaskStream, UnknownNameError
+from lifelong.streams import fewrel, qa, text_classification
+from lifelong.streams.core import TaskStream, UnknownNameError
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 

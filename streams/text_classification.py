@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-
-from streams.core import (
+from lifelong.streams.core import (
     DataFormatError,
     Example,
     Task,
@@ -36,10 +35,10 @@ from streams.core import (
     size_hint,
     text_lines,
 )
-from streams.hf import HubSource, describe_source, open_split
+from lifelong.streams.hf import HubSource, describe_source, open_split
 
 if TYPE_CHECKING:
-    from streams.registry import StreamSpec
+    from lifelong.streams.registry import StreamSpec
 
 SAMPLE_DIR = Path(__file__).parent / "samples" / "text_classification"
 """The bundled sample: every dataset in the real layout, a few hundred rows each."""

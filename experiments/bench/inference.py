@@ -25,6 +25,8 @@ import argparse
 import time
 
 import torch
+from lifelong.strategies.meta_mbpa import MetaMbPA, MetaMbPAOptions
+from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from local_adaptation import test_batch, train  # the sibling benchmark's setup
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
@@ -32,8 +34,6 @@ from lifelong.memory import DiversityWrite, EpisodicMemory
 from lifelong.model import Batch
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
-from strategies.meta_mbpa import MetaMbPA, MetaMbPAOptions
-from strategies.oml_er import OMLER, OMLEROptions
 
 
 def diversity_memory(writer, stream, task, rate: float, seed: int) -> EpisodicMemory:

@@ -38,6 +38,8 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
+from lifelong.streams import batches, text_classification_stream
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.experiment.config import RunConfig
@@ -47,8 +49,6 @@ from lifelong.runtime import CPU, Runtime, on_device, to_cpu
 from lifelong.scopes import check_scope
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
-from strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
-from streams import batches, text_classification_stream
 
 
 def train(

@@ -93,7 +93,7 @@ Source = tuple[str, str, list]  # (name, task kind, examples)
 
 def cfrl_examples(root: Path) -> list:
     """The real FewRel sentences of ``train_0.txt`` and ``test_0.txt`` as relation examples."""
-    from streams.core import Example
+    from lifelong.streams.core import Example
 
     examples = []
     for name in ("train_0.txt", "test_0.txt"):
@@ -111,10 +111,10 @@ def cfrl_examples(root: Path) -> list:
 
 def sample_sources() -> list[Source]:
     """The bundled samples: text classification, FewRel and QA examples (every split)."""
-    from streams import qa_stream, text_classification_stream
-    from streams.core import Example
-    from streams.fewrel import SAMPLE_DIR, TEST_FILE, TRAIN_FILE, read_relation_file
-    from streams.fewrel import relation_names as fewrel_names
+    from lifelong.streams import qa_stream, text_classification_stream
+    from lifelong.streams.core import Example
+    from lifelong.streams.fewrel import SAMPLE_DIR, TEST_FILE, TRAIN_FILE, read_relation_file
+    from lifelong.streams.fewrel import relation_names as fewrel_names
 
     def every(stream) -> list:
         return [e for t in stream.tasks for s in (t.train, t.test, t.validation or ()) for e in s]

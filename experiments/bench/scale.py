@@ -45,6 +45,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from lifelong.streams import batches, text_classification_stream
 from transformers import BertConfig, BertModel
 
 from lifelong import registry
@@ -57,7 +58,6 @@ from lifelong.runtime import Runtime, compile_module, on_device
 from lifelong.strategy import StrategyContext
 from lifelong.tasks import TaskSettings, build_task
 from lifelong.training import predict_scores, seed_everything
-from streams import batches, text_classification_stream
 
 TRAIN = 575_000  # 5 x 115,000 (de Masson d'Autume et al., 2019, §4.1)
 TEST = 38_000  # 5 x 7,600

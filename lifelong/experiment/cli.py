@@ -18,7 +18,7 @@ from lifelong.encoders.names import OFFLINE_NAMES, EncoderError
 from lifelong.experiment.config import DEMO_CONFIG, ConfigError, RunConfig, load_yaml
 from lifelong.experiment.index import RunIndexError
 from lifelong.options import OptionsError
-from streams import DATASETS, ORDERS, QA_DATASETS, DataFormatError, UnknownNameError
+from lifelong.streams import DATASETS, ORDERS, QA_DATASETS, DataFormatError, UnknownNameError
 
 # Flag -> config key, for the flags that override a config value one to one.
 RUN_FLAGS = {

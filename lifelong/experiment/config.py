@@ -40,7 +40,7 @@ from lifelong.tasks.settings import TaskSettings, check_windows
 
 if TYPE_CHECKING:
     from lifelong.runtime import Runtime
-    from streams.registry import Embedder, StreamSpec
+    from lifelong.streams.registry import Embedder, StreamSpec
 
 DEFAULT_SEGMENT_LENGTH = 64
 """Tokens per segment of the memory-augmented encoders when ``segment_length`` is not set."""
@@ -143,8 +143,8 @@ class RunConfig:
         from lifelong.experiment.trackers import TrackerError, check_loggers
         from lifelong.memory.search import check_index
         from lifelong.runtime import DeviceError, check_device_name
-        from streams.core import UnknownNameError
-        from streams.registry import check_stream
+        from lifelong.streams.core import UnknownNameError
+        from lifelong.streams.registry import check_stream
 
         try:
             check_stream(self.stream, self.order, self.tasks)
@@ -212,7 +212,7 @@ class RunConfig:
 
     def stream_spec(self, embed: Embedder | None = None) -> StreamSpec:
         """What the stream is built from (the keys both share), and FewRel's name embedder."""
-        from streams.registry import StreamSpec
+        from lifelong.streams.registry import StreamSpec
 
         return StreamSpec(**_shared(self, StreamSpec, exclude=("embed",)), embed=embed)
 

@@ -48,7 +48,7 @@ from lifelong.experiment.rundir import (
 from lifelong.experiment.trackers import RunInfo, tracking
 from lifelong.files import atomic_write_text
 from lifelong.metrics import summary
-from streams.registry import build_stream
+from lifelong.streams.registry import build_stream
 
 if TYPE_CHECKING:
     from torch import nn
@@ -56,8 +56,8 @@ if TYPE_CHECKING:
     from lifelong.learner import StreamResult
     from lifelong.model import Classifier
     from lifelong.strategy import Strategy
+    from lifelong.streams.core import TaskStream
     from lifelong.tasks import TaskKind
-    from streams.core import TaskStream
 
 log = logging.getLogger("lifelong")
 

@@ -101,8 +101,8 @@ from lifelong.tasks.relation import pair_scores
 if TYPE_CHECKING:
     from lifelong.memory.records import ExampleRecords
     from lifelong.strategy import StrategyContext
+    from lifelong.streams.core import Task, TaskStream
     from lifelong.tasks import TaskKind
-    from streams.core import Task, TaskStream
 
 log = logging.getLogger(__name__)
 

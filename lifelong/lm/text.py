@@ -29,7 +29,7 @@ from torch import nn
 
 from lifelong.encoders.segments import SegmentEncoder
 from lifelong.lm.flags import DEFAULT_CORPUS
-from streams.core import DataFormatError, decode_text
+from lifelong.streams.core import DataFormatError, decode_text
 
 TRAIN_FRACTION = 0.9
 """nanoGPT's split: the first 90% of the characters train (``prepare.py``)."""

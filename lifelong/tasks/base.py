@@ -35,7 +35,7 @@ Settings = TaskSettings | None
 if TYPE_CHECKING:
     from torch import nn
 
-    from streams.core import Example
+    from lifelong.streams.core import Example
 
 
 @runtime_checkable

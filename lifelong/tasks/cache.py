@@ -36,8 +36,8 @@ from lifelong.memory.records import INT, ExampleRecords
 
 if TYPE_CHECKING:
     from lifelong.model import Batch
+    from lifelong.streams.core import Example, TaskStream
     from lifelong.tasks import TaskKind
-    from streams.core import Example, TaskStream
 
 log = logging.getLogger(__name__)
 

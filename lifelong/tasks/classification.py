@@ -21,7 +21,7 @@ from lifelong.tasks.base import Settings, TaskSettings, pad_rows
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase as Tokenizer
 
-    from streams.core import Example
+    from lifelong.streams.core import Example
 
 
 class Classification:

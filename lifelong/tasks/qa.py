@@ -51,7 +51,7 @@ from lifelong.tasks.settings import check_windows
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase as Tokenizer
 
-    from streams.core import Example
+    from lifelong.streams.core import Example
 
 PAPER_MAX_SEQ_LENGTH = 384
 PAPER_DOC_STRIDE = 128

@@ -44,7 +44,7 @@ from lifelong.tasks.base import (
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase as Tokenizer
 
-    from streams.core import Example
+    from lifelong.streams.core import Example
 
 
 class Relation:

@@ -11,6 +11,8 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from lifelong.streams.fewrel import hashed_bag_of_words
+from lifelong.streams.registry import StreamSpec, build_stream
 
 from lifelong import registry
 from lifelong.encoders.names import MEMORY_FAMILIES
@@ -20,8 +22,6 @@ from lifelong.learner import run_stream
 from lifelong.runtime import Runtime, on_device
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
-from streams.fewrel import hashed_bag_of_words
-from streams.registry import StreamSpec, build_stream
 from tests.cuda_emulation.autocast_rules import check_tables_against_installed_torch
 from tests.strategies.test_evaluation_leaves_training_alone import options_for
 

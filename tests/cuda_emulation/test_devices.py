@@ -9,6 +9,7 @@ import dataclasses
 
 import pytest
 import torch
+from lifelong.streams.core import batches
 
 from lifelong import registry
 from lifelong.encoders.infinity_former import ContinuousSignal, update_design
@@ -17,7 +18,6 @@ from lifelong.learner import StreamPosition
 from lifelong.runtime import Runtime, on_device, to_cpu
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
-from streams.core import batches
 from tests.conftest import tiny_classifier, toy_stream
 from tests.cuda_emulation.devices import DeviceTensor, batch_on_gpu
 from tests.strategies.test_evaluation_leaves_training_alone import options_for

@@ -15,11 +15,10 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from streams import DATASETS, DataFormatError
-from streams.fewrel import read_relation_file
-from streams.qa import load_squad_file
-from streams.text_classification import read_csv
+from lifelong.streams import DATASETS, DataFormatError
+from lifelong.streams.fewrel import read_relation_file
+from lifelong.streams.qa import load_squad_file
+from lifelong.streams.text_classification import read_csv
 
 settings.load_profile("lifelong-fuzz")
 

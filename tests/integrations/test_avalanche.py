@@ -43,6 +43,7 @@ from avalanche.benchmarks.utils import _make_taskaware_tensor_classification_dat
 from avalanche.evaluation.metrics import accuracy_metrics, bwt_metrics, forgetting_metrics
 from avalanche.training import Naive
 from avalanche.training.plugins import EvaluationPlugin
+from lifelong.streams.registry import build_stream
 
 from lifelong import registry
 from lifelong.experiment.cli import main
@@ -54,7 +55,6 @@ from lifelong.metrics import backward_transfer, forgetting
 from lifelong.options import OptionsError
 from lifelong.strategy import StrategyHooks
 from lifelong.training import make_optimizer, predict_scores, seed_everything
-from streams.registry import build_stream
 
 pytestmark = pytest.mark.avalanche
 

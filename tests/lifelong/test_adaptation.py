@@ -152,8 +152,9 @@ def multi_row_setup(tokenizer, kind_name):
 
     QA rows carry segment ids, FewRel's only as ``relation+segments``.
     """
+    from lifelong.streams import fewrel_stream, hashed_bag_of_words, qa_stream
+
     from lifelong.tasks import TaskSettings, build_task
-    from streams import fewrel_stream, hashed_bag_of_words, qa_stream
 
     if kind_name.startswith("relation"):
         stream = fewrel_stream(embed=hashed_bag_of_words, n_tasks=2, train_size=6, test_size=2)

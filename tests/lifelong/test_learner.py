@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
+from lifelong.strategies.seq import Seq
 
 from lifelong.learner import run_stream
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
-from strategies.seq import Seq
 from tests.conftest import tiny_classifier, toy_stream
 
 

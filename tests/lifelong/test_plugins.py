@@ -85,8 +85,9 @@ def test_unknown_plugin_option_is_an_error(installed_plugin, tmp_path, capsys):
 
 
 def test_in_process_registration(task):
+    from lifelong.strategies.seq import Seq
+
     from lifelong.strategy import StrategyContext
-    from strategies.seq import Seq
     from tests.conftest import tiny_classifier
 
     registry.register("seq-alias", Seq)

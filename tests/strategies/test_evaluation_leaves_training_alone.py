@@ -4,12 +4,12 @@ import dataclasses
 
 import pytest
 import torch
+from lifelong.streams.core import batches
 
 from lifelong import registry
 from lifelong.learner import evaluate_all
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
-from streams.core import batches
 from tests.conftest import tiny_classifier, toy_stream
 
 # small enough that replay, episodes, meta-tests and coarse adaptation all happen on the toy stream

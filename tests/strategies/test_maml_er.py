@@ -3,12 +3,12 @@ import dataclasses
 
 import pytest
 import torch
+from lifelong.strategies.maml_er import MAMLER, MAMLEROptions
 from torch.func import functional_call
 
 from lifelong import registry
 from lifelong.encoders.base import attention_implementation
 from lifelong.strategy import StrategyContext
-from strategies.maml_er import MAMLER, MAMLEROptions
 from tests.conftest import tiny_classifier, toy_stream
 
 # b = 4, m = 2, R_I = 8: R_F = ceil((8 / 4 + 1) / 3) = 1, every episode queries 4 memories

@@ -5,15 +5,15 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lifelong.strategies.agem import AGEM, AGEMOptions, flat_gradient, project_gradient
+from lifelong.strategies.ewc import EWC, EWCOptions, ewc_penalty
+from lifelong.strategies.mbpa import MbPA, MbPAOptions
+from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions, MbPAPlusPlusRand
+from lifelong.strategies.mtl import MTL, MTLOptions
+from lifelong.strategies.mtl_cumulative import MTLCumulative, MTLCumulativeOptions
 
 from lifelong import registry
 from lifelong.strategy import StrategyContext
-from strategies.agem import AGEM, AGEMOptions, flat_gradient, project_gradient
-from strategies.ewc import EWC, EWCOptions, ewc_penalty
-from strategies.mbpa import MbPA, MbPAOptions
-from strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions, MbPAPlusPlusRand
-from strategies.mtl import MTL, MTLOptions
-from strategies.mtl_cumulative import MTLCumulative, MTLCumulativeOptions
 from tests.conftest import tiny_classifier, toy_stream
 
 ALL = ["seq", "replay", "agem", "ewc", "mbpa", "mbpa++", "mbpa++-rand", "mtl", "mtl-cumulative"]

@@ -1,10 +1,10 @@
 """The defaults that come from the papers' reference code, and what they do."""
 
 import pytest
+from lifelong.strategies.agem import AGEM, AGEMOptions
 
 from lifelong import registry
 from lifelong.strategy import StrategyContext
-from strategies.agem import AGEM, AGEMOptions
 from tests.conftest import tiny_classifier, toy_stream
 
 

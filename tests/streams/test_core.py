@@ -1,6 +1,5 @@
 import pytest
-
-from streams import Example, Task, TaskStream, batches
+from lifelong.streams import Example, Task, TaskStream, batches
 
 
 def test_batches_cover_every_example_once():

@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
-
-from streams import DataFormatError, TaskStream
-from streams.fewrel import (
+from lifelong.streams import DataFormatError, TaskStream
+from lifelong.streams.fewrel import (
     RELATION_FILE,
     TEST_FILE,
     TRAIN_FILE,

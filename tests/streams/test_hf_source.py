@@ -9,10 +9,9 @@ import json
 
 import numpy as np
 import pytest
-
-from streams import fewrel, qa, text_classification
-from streams.core import DataFormatError
-from streams.registry import StreamSpec, build_stream
+from lifelong.streams import fewrel, qa, text_classification
+from lifelong.streams.core import DataFormatError
+from lifelong.streams.registry import StreamSpec, build_stream
 
 datasets = pytest.importorskip("datasets")
 

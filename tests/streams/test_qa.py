@@ -2,10 +2,9 @@ import json
 import logging
 
 import pytest
-
-from streams import DataFormatError, TaskStream, UnknownNameError
-from streams.core import Example
-from streams.qa import (
+from lifelong.streams import DataFormatError, TaskStream, UnknownNameError
+from lifelong.streams.core import Example
+from lifelong.streams.qa import (
     QA_DATASETS,
     QA_ORDERS,
     convert_quac,
@@ -86,7 +85,7 @@ def test_missing_file_and_unanswered_dev_questions(tmp_path, caplog):
     path = write(
         tmp_path / "dev.json", squad(qa("q1", []), qa("q2", [{"text": "Paris", "answer_start": 0}]))
     )
-    with caplog.at_level(logging.INFO, logger="streams.qa"):
+    with caplog.at_level(logging.INFO, logger="lifelong.streams.qa"):
         (example,) = load_squad_file(path, "squad", training=False)
     assert example.uid == "squad/dev.json:q2"
     assert "dropped 1 questions without answers" in caplog.text
@@ -132,7 +131,7 @@ def test_quac_conversion_drops_cannotanswer_and_keeps_offsets(tmp_path, caplog):
     assert [q["id"] for q in paragraph["qas"]] == ["C_1_q#0", "C_1_q#2"]
     assert paragraph["qas"][0]["answers"] == [{"text": "born in Fenmoor", "answer_start": 14}]
     path = write(tmp_path / "quac" / "val_v0.2.json", quac_raw())
-    with caplog.at_level(logging.INFO, logger="streams.qa"):
+    with caplog.at_level(logging.INFO, logger="lifelong.streams.qa"):
         born, oboe = load_squad_file(path, "quac", training=False)
     assert "kept 2 QuAC turns, dropped 1 unanswerable" in caplog.text
     for example in (born, oboe):

@@ -2,8 +2,7 @@ import csv
 from dataclasses import replace
 
 import pytest
-
-from streams import (
+from lifelong.streams import (
     DATASETS,
     ORDERS,
     DataFormatError,
@@ -13,7 +12,7 @@ from streams import (
     build_stream,
     text_classification_stream,
 )
-from streams.text_classification import (
+from lifelong.streams.text_classification import (
     SAMPLE_DIR,
     holla_clean,
     load_dataset,

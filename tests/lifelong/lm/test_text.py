@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from lifelong.streams.core import DataFormatError
 
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import build_memory_module
@@ -20,7 +21,6 @@ from lifelong.lm.text import (
     training_memory,
     whole_windows,
 )
-from streams.core import DataFormatError
 
 
 def tiny_lm(name="transformer", vocab=20, segment=8, **kwargs):

@@ -2,13 +2,13 @@
 
 import pytest
 import torch
+from lifelong.streams import qa_stream
+from lifelong.streams.core import Example
 
 from lifelong.learner import evaluate_metrics
 from lifelong.strategy import StrategyHooks
 from lifelong.tasks import TaskSettings, build_task
 from lifelong.tasks.qa import best_spans, exact_match, f1_score, normalize_answer, squad_scores
-from streams import qa_stream
-from streams.core import Example
 
 FILLER = "the river flows past the old mill and the fields . "
 LONG_CONTEXT = FILLER * 4 + "The key was hidden by Morgan Blake near the gate . " + FILLER * 4

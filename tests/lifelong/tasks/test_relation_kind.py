@@ -2,13 +2,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from lifelong.streams import Example
 
 from lifelong.learner import evaluate_metrics
 from lifelong.model import Batch
 from lifelong.strategy import StrategyHooks
 from lifelong.tasks import TaskSettings, build_task
 from lifelong.tasks.relation import candidate_loss
-from streams import Example
 from tests.conftest import tiny_classifier
 
 NAMES = ("place of birth", "employer", "spouse", "author")
@@ -168,7 +168,7 @@ class Uninformed(StrategyHooks):
 @pytest.mark.parametrize("constant", [True, False], ids=["ties", "random"])
 def test_an_uninformed_scorer_scores_near_chance_on_the_sample(constant, tokenizer):
     # chance is 1 / 11 on test lines of 11 candidates: no position or tie-break gives the gold away
-    from streams.fewrel import fewrel_stream, hashed_bag_of_words
+    from lifelong.streams.fewrel import fewrel_stream, hashed_bag_of_words
 
     streams = [fewrel_stream(embed=hashed_bag_of_words, seed=seed) for seed in range(8)]
     test = [ex for stream in streams for task in stream for ex in task.test]  # shuffles differ
