@@ -21,6 +21,7 @@ class MappedPackages(griffe.Extension):
     """Attach each mapped folder's package to ``lifelong`` under its installed name."""
 
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
+        """Hang the mapped folders under ``lifelong`` once it is loaded."""
         if pkg.name != "lifelong":
             return
         for name, folder in MAPPED.items():

@@ -74,12 +74,12 @@ _API: dict[str, str] = {
     "report_table": "lifelong.experiment.reports",
     "write_report": "lifelong.experiment.reports",
     # streams (data)
-    "Example": "streams",
-    "Task": "streams",
-    "TaskStream": "streams",
-    "text_classification_stream": "streams",
-    "qa_stream": "streams",
-    "fewrel_stream": "streams",
+    "Example": "lifelong.streams",
+    "Task": "lifelong.streams",
+    "TaskStream": "lifelong.streams",
+    "text_classification_stream": "lifelong.streams",
+    "qa_stream": "lifelong.streams",
+    "fewrel_stream": "lifelong.streams",
 }
 
 __all__ = sorted([*_API, "registry"])

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import torch
-from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
@@ -30,6 +29,7 @@ from lifelong.inner_loop import Params
 from lifelong.meta_episodes import adapt_per_batch
 from lifelong.model import Batch, Classifier
 from lifelong.options import option_group
+from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from lifelong.strategy import StrategyContext
 
 

@@ -52,7 +52,6 @@ from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import torch
-from lifelong.streams.core import Example
 from torch.func import functional_call
 
 from lifelong.adaptation import LocalAdaptationOptions, frozen_prefix
@@ -66,6 +65,7 @@ from lifelong.runtime import eager_call
 from lifelong.scopes import Head, Lora, Scope, parse_scope
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
+from lifelong.streams.core import Example
 from lifelong.training import Trainer, evaluating
 
 log = logging.getLogger(__name__)

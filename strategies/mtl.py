@@ -20,7 +20,6 @@ from typing import Annotated, ClassVar
 
 import numpy as np
 import torch
-from lifelong.streams.core import TaskStream
 
 from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch
@@ -28,6 +27,7 @@ from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay import ClipOptions
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
+from lifelong.streams.core import TaskStream
 from lifelong.training import Trainer
 
 

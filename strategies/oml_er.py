@@ -23,7 +23,6 @@ from typing import ClassVar, Literal
 
 import numpy as np
 import torch
-from lifelong.streams.core import Example
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
@@ -41,6 +40,7 @@ from lifelong.replay import (
 from lifelong.runtime import eager_call
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
+from lifelong.streams.core import Example
 from lifelong.training import Trainer, evaluating
 
 

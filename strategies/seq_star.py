@@ -30,7 +30,6 @@ import math
 from typing import Annotated, Any, ClassVar, Literal
 
 import torch
-from lifelong.streams.core import TaskStream
 
 from lifelong.heads import CosineHead
 from lifelong.model import Batch
@@ -38,6 +37,7 @@ from lifelong.options import PositiveFloat, Probability, Range, option_group
 from lifelong.replay import ClipOptions
 from lifelong.state import Counters
 from lifelong.strategy import StrategyContext, StrategyHooks
+from lifelong.streams.core import TaskStream
 from lifelong.training import Trainer, evaluating
 
 

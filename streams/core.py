@@ -12,11 +12,96 @@ import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 log = logging.getLogger(__name__)
+
+
+Embedder = Callable[[Sequence[str]], np.ndarray]
+"""Embeds texts as rows of a matrix (FewRel's relation names, for the K-means clustering)."""
+
+
+class StreamSpec(Protocol):
+    """What one stream family is built from: its own keys, its own checks, its own builder.
+
+    Each family (`text_classification.TextSpec`, `qa.QASpec`, `fewrel.FewRelSpec`) is a frozen
+    dataclass whose fields are the config keys it reads; `lifelong.streams.registry` maps the
+    config's ``stream`` name to it, so nothing outside a family's module knows its keys.
+
+    Attributes:
+        name: The config's ``stream`` value.
+        kind: The task kind its examples are for (`lifelong.tasks`).
+        order_key: The key that orders its tasks (what a sweep's ``orders`` axis sets).
+
+    """
+
+    name: ClassVar[str]
+    kind: ClassVar[str]
+    order_key: ClassVar[str]
+
+    def check(self) -> None:
+        """Check names and orders without reading any file (`UnknownNameError`, `ValueError`)."""
+
+    def build(self, seed: int = 0, embed: Embedder | None = None) -> TaskStream:
+        """Read and sample the stream (``seed``: the run's; ``embed``: FewRel's name embedder)."""
+
+    @property
+    def order_label(self) -> str:
+        """The task order in a run directory's name (``orderi``, ``ag_news-yelp``, ...)."""
+
+    @property
+    def order_id(self) -> str:
+        """The task order as reports group runs by it (``i``, ``custom:a,b``, ``clusters-0``)."""
+
+
+CUSTOM_PREFIX = "custom:"
+"""Reports' order of a run given an explicit task list: ``custom:<tasks>``."""
+
+
+@dataclass(frozen=True)
+class SourceFields:
+    """The keys every stream family reads: where its data is and how much of it.
+
+    Attributes:
+        data_dir: Directory of the real files; ``None``: the bundled sample (``data_source``
+            ``hf``: the Hugging Face hub).
+        data_source: ``"files"`` (each family's file layout) or ``"hf"`` (Hugging Face
+            ``datasets``: the hub, ``save_to_disk`` directories or parquet; `streams.hf`).
+        train_size: Training examples per task (per dataset, or per relation on FewRel).
+        test_size: Test examples per task, likewise.
+
+    """
+
+    data_dir: str | None = None
+    data_source: str = "files"
+    train_size: int | None = None
+    test_size: int | None = None
+
+
+@dataclass(frozen=True)
+class OrderedFields(SourceFields):
+    """The keys of a family whose tasks are named datasets in a paper order (text, QA).
+
+    Attributes:
+        order: Paper task order ``"i"``..``"iv"``.
+        tasks: Dataset names in training order, overriding ``order``.
+
+    """
+
+    order: str | None = "i"
+    tasks: tuple[str, ...] | None = None
+
+    @property
+    def order_label(self) -> str:
+        """``order<name>`` or the dataset names joined by ``-``."""
+        return "-".join(self.tasks) if self.tasks else f"order{self.order}"
+
+    @property
+    def order_id(self) -> str:
+        """The order's name, or ``custom:<tasks>``."""
+        return CUSTOM_PREFIX + ",".join(self.tasks) if self.tasks else str(self.order)
 
 
 class DataFormatError(ValueError):

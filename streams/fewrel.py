@@ -43,17 +43,24 @@ import logging
 import math
 import re
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 import numpy as np
-from lifelong.streams.core import DataFormatError, Example, Task, TaskStream, decimal, text_lines
-from lifelong.streams.hf import HubSource, Split, describe_source, open_split, require_datasets
 
-if TYPE_CHECKING:
-    from lifelong.streams.registry import StreamSpec
+from lifelong.streams.core import (
+    DataFormatError,
+    Embedder,
+    Example,
+    SourceFields,
+    Task,
+    TaskStream,
+    decimal,
+    text_lines,
+)
+from lifelong.streams.hf import HubSource, Split, describe_source, open_split, require_datasets
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +71,15 @@ RELATION_FILE = "relation_name.txt"
 TRAIN_FILE = "training_data.txt"
 TEST_FILE = "val_data.txt"
 
+CLUSTER_PREFIX = "clusters-"
+"""Reports' order of a FewRel run: ``clusters-<cluster_order>``."""
+
 PAPER_N_TASKS = 10
 """Clusters (tasks) in Wang et al. (2019) and Holla et al. (2020)."""
 
 CLUSTER_SEED = 0
 """K-means ``random_state`` of Holla et al. (``datasets/utils.py``), whatever the run's seed."""
 
-Embedder = Callable[[Sequence[str]], np.ndarray]
-"""Maps relation names to an array of shape ``(len(names), dim)``."""
 
 # ---------------------------------------------------------------------------------------------
 # Reading the files
@@ -718,30 +726,58 @@ def fewrel_stream(
     )
 
 
-def from_spec(spec: StreamSpec) -> TaskStream:
-    """The lifelong-FewRel stream a `StreamSpec` describes.
+@dataclass(frozen=True)
+class FewRelSpec(SourceFields):
+    """The lifelong-FewRel stream (config ``stream: fewrel``): relation clusters as tasks.
 
-    Sizes count sentences per relation (``None``: all). Relation names are embedded for the
-    clustering by ``spec.glove`` if given, else by ``spec.embed`` (the run's key encoder).
+    Its tasks are K-means clusters of the relations, not named datasets: their number and
+    shuffled order are ``fewrel_tasks`` and ``cluster_order``. Sizes count sentences per
+    relation (``None``: all).
 
-    Raises:
-        ValueError: ``spec.tasks`` is given (FewRel's tasks are relation clusters: choose their
-            number and order with ``fewrel_tasks`` and ``cluster_order``), or no embedding.
+    Attributes:
+        fewrel_tasks: Relation clusters, i.e. tasks (papers: 10).
+        cluster_order: Seed of the shuffled cluster order.
+        glove: GloVe file whose mean word vectors embed the relation names (default: the
+            ``embed`` given to `build`, the run's key encoder).
 
     """
-    if spec.tasks:
-        raise ValueError(
-            "FewRel's tasks are K-means clusters of the relations, not named datasets: set "
-            "fewrel_tasks (how many) and cluster_order (their shuffled order) instead of tasks"
+
+    name: ClassVar[str] = "fewrel"
+    kind: ClassVar[str] = "relation"
+    order_key: ClassVar[str] = "cluster_order"
+
+    fewrel_tasks: int = PAPER_N_TASKS
+    cluster_order: int = 0
+    glove: str | None = None
+
+    def check(self) -> None:
+        """Nothing to check before reading: the clusters come from the data."""
+
+    @property
+    def order_label(self) -> str:
+        """``clusters<N>-o<cluster_order>``."""
+        return f"clusters{self.fewrel_tasks}-o{self.cluster_order}"
+
+    @property
+    def order_id(self) -> str:
+        """``clusters-<cluster_order>``: FewRel's orders are shuffles of the clusters."""
+        return f"{CLUSTER_PREFIX}{self.cluster_order}"
+
+    def build(self, seed: int = 0, embed: Embedder | None = None) -> TaskStream:
+        """The stream: ``seed`` (the run's) samples the sentences, ``embed`` the names.
+
+        Raises:
+            ValueError: Neither ``glove`` nor ``embed`` to embed the relation names.
+
+        """
+        return fewrel_stream(
+            data_dir=self.data_dir,
+            n_tasks=self.fewrel_tasks,
+            seed=seed,
+            order_seed=self.cluster_order,
+            embed=None if self.glove else embed,
+            glove=self.glove,
+            train_size=self.train_size,
+            test_size=self.test_size,
+            data_source=self.data_source,
         )
-    return fewrel_stream(
-        data_dir=spec.data_dir,
-        n_tasks=spec.fewrel_tasks,
-        seed=spec.seed,
-        order_seed=spec.cluster_order,
-        embed=None if spec.glove else spec.embed,
-        glove=spec.glove,
-        train_size=spec.train_size,
-        test_size=spec.test_size,
-        data_source=spec.data_source,
-    )

@@ -50,11 +50,13 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar
 
 from lifelong.streams.core import (
     DataFormatError,
+    Embedder,
     Example,
+    OrderedFields,
     Task,
     TaskStream,
     UnknownNameError,
@@ -63,9 +65,6 @@ from lifelong.streams.core import (
     resolve_order,
 )
 from lifelong.streams.hf import HubSource, Split, describe_source, open_split
-
-if TYPE_CHECKING:
-    from lifelong.streams.registry import StreamSpec
 
 log = logging.getLogger(__name__)
 
@@ -702,14 +701,29 @@ def qa_stream(
     )
 
 
-def from_spec(spec: StreamSpec) -> TaskStream:
-    """The QA stream a `StreamSpec` describes (sizes count questions; ``None``: all)."""
-    return qa_stream(
-        spec.order,
-        tasks=spec.tasks,
-        data_dir=spec.data_dir,
-        train_size=spec.train_size,
-        test_size=spec.test_size,
-        seed=spec.seed,
-        data_source=spec.data_source,
-    )
+@dataclass(frozen=True)
+class QASpec(OrderedFields):
+    """The QA stream (config ``stream: qa``): SQuAD, TriviaQA Web and Wikipedia, QuAC.
+
+    Sizes count questions per dataset (``None``: all); ``seed`` (the run's) draws them.
+    """
+
+    name: ClassVar[str] = "qa"
+    kind: ClassVar[str] = "qa"
+    order_key: ClassVar[str] = "order"
+
+    def check(self) -> None:
+        """Order and dataset names (`resolve_qa_tasks`)."""
+        resolve_qa_tasks(self.order, self.tasks)
+
+    def build(self, seed: int = 0, embed: Embedder | None = None) -> TaskStream:
+        """The stream (``embed`` is unused)."""
+        return qa_stream(
+            self.order,
+            tasks=self.tasks,
+            data_dir=self.data_dir,
+            train_size=self.train_size,
+            test_size=self.test_size,
+            seed=seed,
+            data_source=self.data_source,
+        )

@@ -20,12 +20,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+
 from lifelong.streams.core import (
     DataFormatError,
+    Embedder,
     Example,
+    OrderedFields,
     Task,
     TaskStream,
     UnknownNameError,
@@ -36,9 +39,6 @@ from lifelong.streams.core import (
     text_lines,
 )
 from lifelong.streams.hf import HubSource, describe_source, open_split
-
-if TYPE_CHECKING:
-    from lifelong.streams.registry import StreamSpec
 
 SAMPLE_DIR = Path(__file__).parent / "samples" / "text_classification"
 """The bundled sample: every dataset in the real layout, a few hundred rows each."""
@@ -559,22 +559,44 @@ def text_classification_stream(
     )
 
 
-def from_spec(spec: StreamSpec) -> TaskStream:
-    """The stream a `StreamSpec` describes; real data defaults to the paper's sizes.
+@dataclass(frozen=True)
+class TextSpec(OrderedFields):
+    """The text-classification stream (config ``stream: text``): the five datasets.
 
-    With real data (a ``data_dir``, or the hub) and no size given, each dataset is sampled to
-    the paper's 115,000 training and 7,600 test examples (de Masson d'Autume et al., 2019,
-    §4.1) plus 5,000 validation examples (Holla et al., 2020); the bundled sample is read
-    whole, without a validation split. The sample uses the fixed seed 42, not ``spec.seed``
-    (the run's seed).
+    Attributes:
+        preprocess: ``"none"`` joins the text columns with spaces; ``"holla"`` lower-cases,
+            cleans and joins them as Holla et al. (2020) do (`holla_text`).
+
+    Sizes count examples per dataset; with real data and no size given, the paper's
+    (`build`). The run's seed is not used: the sample is fixed (seed 42, Holla et al., 2020).
+
     """
-    real = spec.data_dir is not None or spec.data_source == "hf"
-    return text_classification_stream(
-        spec.order,
-        tasks=spec.tasks,
-        data_dir=spec.data_dir,
-        train_size=spec.train_size or (PAPER_TRAIN_SIZE if real else None),
-        test_size=spec.test_size or (PAPER_TEST_SIZE if real else None),
-        preprocess=spec.preprocess,
-        data_source=spec.data_source,
-    )
+
+    name: ClassVar[str] = "text"
+    kind: ClassVar[str] = "classification"
+    order_key: ClassVar[str] = "order"
+
+    preprocess: Preprocessing = "none"
+
+    def check(self) -> None:
+        """Order and dataset names (`resolve_tasks`)."""
+        resolve_tasks(self.order, self.tasks)
+
+    def build(self, seed: int = 0, embed: Embedder | None = None) -> TaskStream:
+        """The stream; real data defaults to the paper's sizes.
+
+        With real data (a ``data_dir``, or the hub) and no size given, each dataset is sampled
+        to the paper's 115,000 training and 7,600 test examples (de Masson d'Autume et al.,
+        2019, §4.1) plus 5,000 validation examples (Holla et al., 2020); the bundled sample is
+        read whole, without a validation split. ``seed`` and ``embed`` are unused.
+        """
+        real = self.data_dir is not None or self.data_source == "hf"
+        return text_classification_stream(
+            self.order,
+            tasks=self.tasks,
+            data_dir=self.data_dir,
+            train_size=self.train_size or (PAPER_TRAIN_SIZE if real else None),
+            test_size=self.test_size or (PAPER_TEST_SIZE if real else None),
+            preprocess=self.preprocess,
+            data_source=self.data_source,
+        )

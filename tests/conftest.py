@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from lifelong.streams import Example, Task, TaskStream
 
 from lifelong.encoders import load_encoder, load_tokenizer
 from lifelong.memory import ExampleRecords
 from lifelong.model import Classifier
 from lifelong.strategy import StrategyContext
+from lifelong.streams import Example, Task, TaskStream
 from lifelong.tasks import TaskSettings, build_task
 
 torch.set_num_threads(2)

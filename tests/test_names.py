@@ -2,7 +2,7 @@
 
 An adaptation scope is a type (`lifelong.scopes`): code outside that module never compares a
 scope's name; a strategy is looked up in the registry, never recognised by its name outside its
-own file.
+own file; a stream's keys and orders are its spec's, never recognised by its name elsewhere.
 """
 
 import ast
@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("lifelong", "strategies", "streams")
 SCOPES = {"all", "head", "lora"}
+STREAMS = {"text", "qa", "fewrel"}
 STRATEGIES = {
     "seq", "seq-star", "replay", "agem", "ewc", "mbpa", "mbpa++", "mbpa++-rand", "meta-mbpa",
     "oml-er", "anml-er", "maml-er", "mtl", "mtl-cumulative",
@@ -73,3 +74,15 @@ def test_the_check_sees_a_scope_comparison(tmp_path):
     sample.write_text('if self.scope.name == "lora" or meta_scope in ("head", "top2"):\n    pass\n')
     found = {(value, other) for _, value, other in compared_strings(sample)}
     assert ("lora", "self.scope.name") in found and ("head", "meta_scope") in found
+
+
+def test_no_stream_name_is_compared_outside_the_streams():
+    """A stream's keys, checks and order names are its spec's (`lifelong.streams.registry`)."""
+    hits = [
+        f"{path.relative_to(ROOT)}:{line}: {other} vs {value!r}"
+        for path in files()
+        if path.parent != ROOT / "streams"
+        for line, value, other in compared_strings(path)
+        if "stream" in other and value in STREAMS
+    ]
+    assert not hits, "ask the stream's spec, not its name:\n" + "\n".join(hits)

@@ -34,7 +34,8 @@ def test_every_package_folder_is_installed_under_the_lifelong_namespace():
 
 def test_no_generic_top_level_package_is_importable_outside_the_repository(tmp_path):
     code = (
-        "import importlib.util, lifelong.strategies.replay, lifelong.streams.core; "
+        "import importlib.util, lifelong, lifelong.strategies.replay, lifelong.streams.core; "
+        "lifelong.TaskStream, lifelong.text_classification_stream; "
         "print(importlib.util.find_spec('strategies'), importlib.util.find_spec('streams'))"
     )
     done = subprocess.run(

@@ -25,13 +25,13 @@ import argparse
 import time
 
 import torch
-from lifelong.strategies.meta_mbpa import MetaMbPA, MetaMbPAOptions
-from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from local_adaptation import test_batch, train  # the sibling benchmark's setup
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.memory import DiversityWrite, EpisodicMemory
 from lifelong.model import Batch
+from lifelong.strategies.meta_mbpa import MetaMbPA, MetaMbPAOptions
+from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
 

@@ -38,8 +38,6 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
-from lifelong.streams import batches, text_classification_stream
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.experiment.config import RunConfig
@@ -47,7 +45,9 @@ from lifelong.experiment.runs import build_model
 from lifelong.model import Batch
 from lifelong.runtime import CPU, Runtime, on_device, to_cpu
 from lifelong.scopes import check_scope
+from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
 from lifelong.strategy import StrategyContext
+from lifelong.streams import batches, text_classification_stream
 from lifelong.training import seed_everything
 
 

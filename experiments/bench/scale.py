@@ -45,7 +45,6 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from lifelong.streams import batches, text_classification_stream
 from transformers import BertConfig, BertModel
 
 from lifelong import registry
@@ -56,6 +55,7 @@ from lifelong.memory import EpisodicMemory
 from lifelong.model import Batch, Classifier
 from lifelong.runtime import Runtime, compile_module, on_device
 from lifelong.strategy import StrategyContext
+from lifelong.streams import batches, text_classification_stream
 from lifelong.tasks import TaskSettings, build_task
 from lifelong.training import predict_scores, seed_everything
 

@@ -18,7 +18,14 @@ from lifelong.encoders.names import OFFLINE_NAMES, EncoderError
 from lifelong.experiment.config import DEMO_CONFIG, ConfigError, RunConfig, load_yaml
 from lifelong.experiment.index import RunIndexError
 from lifelong.options import OptionsError
-from lifelong.streams import DATASETS, ORDERS, QA_DATASETS, DataFormatError, UnknownNameError
+from lifelong.streams import (
+    DATASETS,
+    ORDERS,
+    QA_DATASETS,
+    STREAMS,
+    DataFormatError,
+    UnknownNameError,
+)
 
 # Flag -> config key, for the flags that override a config value one to one.
 RUN_FLAGS = {
@@ -88,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help=f"YAML run config (default: the demo, {DEMO_CONFIG.name})")
     run.add_argument(
         "--stream",
-        choices=["text", "qa", "fewrel"],
+        choices=list(STREAMS),
         help="text classification (default), question answering, or lifelong FewRel",
     )
     run.add_argument("--strategy", help="registered strategy name (see `lifelong strategies`)")
@@ -373,14 +380,16 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
 
     from lifelong.experiment.runs import format_report, run
 
-    if config.stream != "fewrel":
+    spec = config.stream_spec()
+    if not isinstance(getattr(spec, spec.order_key), int):  # named paper orders, not seeds
         raise ConfigError(
-            f"--runs {n} averages FewRel cluster orders; it needs --stream fewrel "
-            f"(this run's stream is {config.stream!r})"
+            f"--runs {n} averages numbered task orders (FewRel's cluster orders); it needs "
+            f"--stream fewrel (this run's stream {config.stream!r} has named orders: use "
+            "`lifelong sweep` over them)"
         )
     scores = []
     for order in range(n):
-        outcome = run(config.replace(cluster_order=order))
+        outcome = run(config.replace(**{spec.order_key: order}))
         print(f"\n== cluster order {order} ({outcome.run_dir})")
         print(format_report(outcome.result, outcome.metrics))
         scores.append(outcome.metrics["average_accuracy"])

@@ -36,11 +36,11 @@ from lifelong.options import (
     convert,
     option_group,
 )
-from lifelong.tasks.settings import TaskSettings, check_windows
+from lifelong.tasks.settings import TaskSettings, check_settings
 
 if TYPE_CHECKING:
     from lifelong.runtime import Runtime
-    from lifelong.streams.registry import Embedder, StreamSpec
+    from lifelong.streams.core import StreamSpec
 
 DEFAULT_SEGMENT_LENGTH = 64
 """Tokens per segment of the memory-augmented encoders when ``segment_length`` is not set."""
@@ -70,8 +70,8 @@ class RunConfig:
     # "files": each stream's file layout (data_dir); "hf": Hugging Face datasets, from the hub
     # by id, or from data_dir holding save_to_disk directories or parquet files (streams.hf)
     data_source: Literal["files", "hf"] = "files"
-    train_size: PositiveInt | None = None  # train examples per task (see StreamSpec)
-    test_size: PositiveInt | None = None  # test examples per task (see StreamSpec)
+    train_size: PositiveInt | None = None  # train examples per task (see the stream's spec)
+    test_size: PositiveInt | None = None  # test examples per task (see the stream's spec)
     preprocess: Literal["none", "holla"] = "none"  # text: "holla" = Holla et al.'s (2020)
     # lower-casing and cleaning (streams.text_classification.holla_text); "none" = raw text
     encoder: str = "minilm"  # "minilm" (offline), "tiny" (random, tests), any HF name/path, or
@@ -144,10 +144,10 @@ class RunConfig:
         from lifelong.memory.search import check_index
         from lifelong.runtime import DeviceError, check_device_name
         from lifelong.streams.core import UnknownNameError
-        from lifelong.streams.registry import check_stream
 
+        spec = self.stream_spec()
         try:
-            check_stream(self.stream, self.order, self.tasks)
+            spec.check()
         except (UnknownNameError, ValueError) as err:
             raise OptionsError(f"key 'tasks': {err}") from None
         try:
@@ -167,21 +167,15 @@ class RunConfig:
                 "key 'data_source': 'hf' needs the Hugging Face datasets package: "
                 "pip install 'lifelong[hf]'"
             )
-        if self.segment_ids and self.stream != "fewrel":
-            raise OptionsError(
-                f"key 'segment_ids': applies to the fewrel stream only, got stream "
-                f"{self.stream!r} (QA rows always carry segment ids, classification rows none)"
-            )
         if self.segment_ids and (self.encoder in MEMORY_FAMILIES or self.encoder in ON_BERT):
             raise OptionsError(
                 f"key 'segment_ids': encoder {self.encoder!r} has no segment embeddings; "
                 "segment ids need a BERT-style encoder"
             )
-        if self.stream == "qa":
-            try:
-                check_windows(self.max_length, self.doc_stride, self.max_query_length)
-            except ValueError as err:
-                raise OptionsError(f"keys 'max_length'/'doc_stride': {err}") from None
+        try:
+            check_settings(spec.kind, self.task_settings())
+        except ValueError as err:
+            raise OptionsError(f"{err} (stream {self.stream!r})") from None
         if self.segment_length is not None and not is_segmented(self.encoder):
             raise OptionsError(
                 f"key 'segment_length': applies to the memory-augmented encoders only "
@@ -210,23 +204,34 @@ class RunConfig:
             **_shared(self, TaskSettings, exclude=("token_types",)), token_types=token_types
         )
 
-    def stream_spec(self, embed: Embedder | None = None) -> StreamSpec:
-        """What the stream is built from (the keys both share), and FewRel's name embedder."""
-        from lifelong.streams.registry import StreamSpec
+    def stream_spec(self) -> StreamSpec:
+        """The stream's spec from the keys it reads (`lifelong.streams.registry`).
 
-        return StreamSpec(**_shared(self, StreamSpec, exclude=("embed",)), embed=embed)
+        Raises:
+            OptionsError: A key only other streams read is set away from its default (it
+                would change nothing), naming the key and the keys this stream reads.
+
+        """
+        from lifelong.streams.registry import spec_keys, stream_keys, stream_spec
+
+        own = spec_keys(self.stream)
+        for key, readers in stream_keys().items():
+            if key not in own and getattr(self, key) != _DEFAULTS[key]:
+                raise OptionsError(
+                    f"key {key!r}: read by the {' and '.join(readers)} stream(s), not by "
+                    f"{self.stream!r}, which reads {', '.join(own)}"
+                )
+        return stream_spec(self.stream, **{key: getattr(self, key) for key in own})
 
     @property
     def order_key(self) -> str:
-        """The key a sweep's ``orders`` axis sets: ``order``, or ``cluster_order`` on FewRel."""
-        return "cluster_order" if self.stream == "fewrel" else "order"
+        """The key a sweep's ``orders`` axis sets (the stream's, e.g. FewRel's cluster_order)."""
+        return self.stream_spec().order_key
 
     @property
     def order_label(self) -> str:
-        """The task order in words: ``i``..``iv``, a dataset list, or FewRel's cluster order."""
-        if self.stream == "fewrel":
-            return f"clusters{self.fewrel_tasks}-o{self.cluster_order}"
-        return "-".join(self.tasks) if self.tasks else f"order{self.order}"
+        """The task order in words: ``orderi``, a dataset list, or FewRel's cluster order."""
+        return self.stream_spec().order_label
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-Python form (for YAML/JSON)."""
@@ -239,6 +244,11 @@ class RunConfig:
     def replace(self, where: str = "overrides", **changes: Any) -> RunConfig:
         """A copy with ``changes`` applied (checked like YAML values; errors name ``where``)."""
         return from_dict({**self.to_dict(), **changes}, where=where)
+
+
+_DEFAULTS = {
+    f.name: f.default for f in dataclasses.fields(RunConfig) if f.default is not dataclasses.MISSING
+}
 
 
 def is_segmented(encoder: str) -> bool:

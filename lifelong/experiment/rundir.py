@@ -24,6 +24,8 @@ import pandas as pd
 import yaml
 
 from lifelong.files import atomic_write_text
+from lifelong.streams.core import UnknownNameError
+from lifelong.streams.registry import spec_from_mapping
 
 if TYPE_CHECKING:
     from lifelong.learner import StreamResult
@@ -38,9 +40,6 @@ RESULT_FILES = (CONFIG_FILE, ACCURACY_FILE, METRICS_FILE)
 
 SUMMARY_METRICS = ("average_accuracy", "bwt", "fwt", "forgetting")
 """The keys every ``metrics.json`` holds (null where undefined, e.g. BWT of one task)."""
-
-CUSTOM_PREFIX = "custom:"
-CLUSTER_PREFIX = "clusters-"  # FewRel: "clusters-<cluster_order>"
 
 
 class RunDirError(ValueError):
@@ -202,11 +201,18 @@ def _read_config(path: Path) -> dict[str, Any]:
 
 
 def order_label(config: dict[str, Any]) -> str:
-    """A run's order for reports: ``i``..``iv``, ``custom:<tasks>`` or FewRel's cluster order."""
-    if config.get("stream") == "fewrel":  # FewRel orders are shuffles of the relation clusters
-        return f"{CLUSTER_PREFIX}{int(config.get('cluster_order') or 0)}"
-    tasks = config.get("tasks")
-    return CUSTOM_PREFIX + ",".join(tasks) if tasks else config["order"]
+    """A run's order for reports, as its stream names it (`StreamSpec.order_id`).
+
+    ``i``..``iv``, ``custom:<tasks>`` or FewRel's ``clusters-<cluster_order>``.
+
+    Raises:
+        RunDirError: An unknown stream, or keys its spec does not take as given.
+
+    """
+    try:
+        return spec_from_mapping(config).order_id
+    except (UnknownNameError, TypeError) as err:
+        raise RunDirError(f"config: {err}") from None
 
 
 def _read_metrics(path: Path) -> dict[str, Any]:

@@ -295,7 +295,7 @@ def _execute(job: _Job) -> RunOutcome:
         log.error("run interrupted (%s); `lifelong run --resume %s` continues it", what, run_dir)
         raise
     finally:
-        for name in ("lifelong", "streams", "torch._dynamo"):
+        for name in ("lifelong", "torch._dynamo"):
             logging.getLogger(name).removeHandler(handler)
         handler.close()
 
@@ -310,7 +310,7 @@ def _train(job: _Job) -> RunOutcome:
     config, checkpoint = job.config, job.checkpoint
     seed_everything(config.seed)
     embed = lambda names: name_embedder(config)(names)  # noqa: E731 (loads the encoder if called)
-    stream = job.stream or build_stream(config.stream, config.stream_spec(embed))
+    stream = job.stream or build_stream(config.stream_spec(), seed=config.seed, embed=embed)
     log.info("stream: %s", stream.description or ", ".join(stream.task_names))
     runtime = runtime_of(config)
     log.info("runtime: %s", runtime.describe())
@@ -518,8 +518,6 @@ def _attach_log(path: Path) -> logging.Handler:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.DEBUG)
     log.setLevel(logging.DEBUG)
-    log.addHandler(handler)
-    logging.getLogger("streams").addHandler(handler)
-    logging.getLogger("streams").setLevel(logging.INFO)
+    log.addHandler(handler)  # lifelong.streams' loggers included
     logging.getLogger("torch._dynamo").addHandler(handler)  # its warnings (a recompile limit)
     return handler

@@ -48,3 +48,26 @@ def check_windows(
             f"max_length {max_length} leaves no room for a {max_query_length}-token question, "
             f"{specials} special tokens and more than doc_stride {doc_stride} context tokens"
         )
+
+
+def check_settings(kind: str, settings: TaskSettings) -> None:
+    """The settings that task kind ``kind`` reads, checked before anything loads.
+
+    QA windows must hold the question and more than the stride of context (`check_windows`);
+    segment ids are a relation-extraction setting (QA rows always carry them, classification
+    rows are single segments).
+
+    Raises:
+        ValueError: Naming the key(s) and what is wrong.
+
+    """
+    if settings.segment_ids and kind != "relation":
+        raise ValueError(
+            "key 'segment_ids': applies to the fewrel stream only (relation rows); QA rows "
+            "always carry segment ids, classification rows none"
+        )
+    if kind == "qa":
+        try:
+            check_windows(settings.max_length, settings.doc_stride, settings.max_query_length)
+        except ValueError as err:
+            raise ValueError(f"keys 'max_length'/'doc_stride': {err}") from None

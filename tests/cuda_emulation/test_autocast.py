@@ -11,8 +11,6 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from lifelong.streams.fewrel import hashed_bag_of_words
-from lifelong.streams.registry import StreamSpec, build_stream
 
 from lifelong import registry
 from lifelong.encoders.names import MEMORY_FAMILIES
@@ -21,6 +19,8 @@ from lifelong.experiment.runs import build_model
 from lifelong.learner import run_stream
 from lifelong.runtime import Runtime, on_device
 from lifelong.strategy import StrategyContext
+from lifelong.streams.fewrel import hashed_bag_of_words
+from lifelong.streams.registry import build_stream, stream_spec
 from lifelong.training import seed_everything
 from tests.cuda_emulation.autocast_rules import check_tables_against_installed_torch
 from tests.strategies.test_evaluation_leaves_training_alone import options_for
@@ -48,7 +48,7 @@ def stream_of(kind):
     if kind not in _STREAMS:
         shared = {k: v for k, v in keys.items() if k in ("tasks", "train_size", "test_size")}
         shared |= {k: v for k, v in keys.items() if k == "fewrel_tasks"}
-        stream = build_stream(name, StreamSpec(**shared, embed=hashed_bag_of_words))
+        stream = build_stream(stream_spec(name, **shared), embed=hashed_bag_of_words)
         tasks = tuple(dataclasses.replace(t, train=t.train[:6], test=t.test[:3]) for t in stream)
         _STREAMS[kind] = dataclasses.replace(stream, tasks=tasks)  # a FewRel cluster: 6 + 3
     return _STREAMS[kind]

@@ -6,13 +6,13 @@ do, and count host syncs); each strategy trains, predicts and is scored through 
 
 import numpy as np
 import pytest
-from lifelong.streams.core import batches
 
 from lifelong import registry
 from lifelong.experiment.config import from_dict
 from lifelong.experiment.runs import build_model
 from lifelong.learner import evaluate_metrics, run_stream
 from lifelong.strategy import StrategyContext
+from lifelong.streams.core import batches
 from lifelong.training import seed_everything
 from tests.cuda_emulation.devices import GpuKind, count_syncs
 from tests.cuda_emulation.test_autocast import KINDS, stream_of

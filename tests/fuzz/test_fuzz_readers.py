@@ -15,6 +15,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from lifelong.streams import DATASETS, DataFormatError
 from lifelong.streams.fewrel import read_relation_file
 from lifelong.streams.qa import load_squad_file

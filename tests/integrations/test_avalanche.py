@@ -43,7 +43,6 @@ from avalanche.benchmarks.utils import _make_taskaware_tensor_classification_dat
 from avalanche.evaluation.metrics import accuracy_metrics, bwt_metrics, forgetting_metrics
 from avalanche.training import Naive
 from avalanche.training.plugins import EvaluationPlugin
-from lifelong.streams.registry import build_stream
 
 from lifelong import registry
 from lifelong.experiment.cli import main
@@ -54,6 +53,7 @@ from lifelong.learner import evaluate_all
 from lifelong.metrics import backward_transfer, forgetting
 from lifelong.options import OptionsError
 from lifelong.strategy import StrategyHooks
+from lifelong.streams.registry import build_stream
 from lifelong.training import make_optimizer, predict_scores, seed_everything
 
 pytestmark = pytest.mark.avalanche
@@ -137,7 +137,7 @@ def test_options_are_checked_before_anything_loads():
 
 def tiny_sample(**changes):
     config = RunConfig(encoder="tiny", train_size=40, test_size=20, lr=1e-3, **changes)
-    stream = build_stream(config.stream, config.stream_spec(name_embedder(config)))
+    stream = build_stream(config.stream_spec(), seed=config.seed, embed=name_embedder(config))
     model, kind = build_model(config, stream)
     return config, stream, model, kind
 
@@ -306,7 +306,7 @@ def test_relation_stream_scores_candidates_in_the_merged_space():
 
 def test_qa_is_refused_with_a_reason():
     config = RunConfig(encoder="tiny", stream="qa", train_size=4, test_size=4, doc_stride=32)
-    stream = build_stream("qa", config.stream_spec(None))
+    stream = build_stream(config.stream_spec())
     _, kind = build_model(config, stream)
     with pytest.raises(ava.UnsupportedStreamError, match="span"):
         ava.as_benchmark(stream, kind)

@@ -153,7 +153,6 @@ def multi_row_setup(tokenizer, kind_name):
     QA rows carry segment ids, FewRel's only as ``relation+segments``.
     """
     from lifelong.streams import fewrel_stream, hashed_bag_of_words, qa_stream
-
     from lifelong.tasks import TaskSettings, build_task
 
     if kind_name.startswith("relation"):

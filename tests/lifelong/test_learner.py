@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
-from lifelong.strategies.seq import Seq
 
 from lifelong.learner import run_stream
+from lifelong.strategies.seq import Seq
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
 from tests.conftest import tiny_classifier, toy_stream

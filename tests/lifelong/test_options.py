@@ -3,11 +3,11 @@ import sys
 from dataclasses import dataclass
 
 import pytest
-from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlusOptions
 
 from lifelong import registry
 from lifelong.experiment.cli import main
 from lifelong.options import OptionsError, parse_options
+from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlusOptions
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,6 @@ def test_unknown_plugin_option_is_an_error(installed_plugin, tmp_path, capsys):
 
 def test_in_process_registration(task):
     from lifelong.strategies.seq import Seq
-
     from lifelong.strategy import StrategyContext
     from tests.conftest import tiny_classifier
 

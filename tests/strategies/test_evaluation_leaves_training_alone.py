@@ -4,11 +4,11 @@ import dataclasses
 
 import pytest
 import torch
-from lifelong.streams.core import batches
 
 from lifelong import registry
 from lifelong.learner import evaluate_all
 from lifelong.strategy import StrategyContext
+from lifelong.streams.core import batches
 from lifelong.training import seed_everything
 from tests.conftest import tiny_classifier, toy_stream
 

@@ -6,11 +6,11 @@ question one example however many context windows; replay draws examples and exp
 
 import numpy as np
 import pytest
-from lifelong.streams import batches, fewrel_stream, hashed_bag_of_words, qa_stream
 
 from lifelong import registry
 from lifelong.memory import KeyEncoder
 from lifelong.strategy import StrategyContext
+from lifelong.streams import batches, fewrel_stream, hashed_bag_of_words, qa_stream
 from lifelong.tasks import TaskSettings, build_task
 from tests.conftest import tiny_classifier
 

@@ -3,11 +3,11 @@ import dataclasses
 
 import pytest
 import torch
-from lifelong.strategies.maml_er import MAMLER, MAMLEROptions
 from torch.func import functional_call
 
 from lifelong import registry
 from lifelong.encoders.base import attention_implementation
+from lifelong.strategies.maml_er import MAMLER, MAMLEROptions
 from lifelong.strategy import StrategyContext
 from tests.conftest import tiny_classifier, toy_stream
 

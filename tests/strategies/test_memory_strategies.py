@@ -5,14 +5,14 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from lifelong import registry
 from lifelong.strategies.agem import AGEM, AGEMOptions, flat_gradient, project_gradient
 from lifelong.strategies.ewc import EWC, EWCOptions, ewc_penalty
 from lifelong.strategies.mbpa import MbPA, MbPAOptions
 from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions, MbPAPlusPlusRand
 from lifelong.strategies.mtl import MTL, MTLOptions
 from lifelong.strategies.mtl_cumulative import MTLCumulative, MTLCumulativeOptions
-
-from lifelong import registry
 from lifelong.strategy import StrategyContext
 from tests.conftest import tiny_classifier, toy_stream
 

@@ -3,9 +3,6 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from lifelong.strategies.anml_er import ANMLER
-from lifelong.strategies.meta_mbpa import MetaMbPAOptions
-from lifelong.strategies.oml_er import OMLER, OMLEROptions
 
 from lifelong import registry
 from lifelong.encoders.base import attention_implementation
@@ -14,6 +11,9 @@ from lifelong.meta_episodes import EpisodeBuffer
 from lifelong.model import Batch
 from lifelong.replay import ReplaySchedule
 from lifelong.scopes import Head
+from lifelong.strategies.anml_er import ANMLER
+from lifelong.strategies.meta_mbpa import MetaMbPAOptions
+from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from lifelong.strategy import StrategyContext
 from tests.conftest import tiny_classifier, toy_stream
 
@@ -311,7 +311,6 @@ def test_outer_lr_overrides_the_run_lr_and_is_validated(name, task):
 
 def test_meta_mbpa_alpha_defaults_to_the_papers_1e_5_not_the_run_lr(task, monkeypatch):
     import lifelong.strategies.meta_mbpa as meta_mbpa
-
     from lifelong.inner_loop import local_adapt
 
     assert MetaMbPAOptions().meta_lr == 1e-5  # Wang et al. (2020): α = 1e-5

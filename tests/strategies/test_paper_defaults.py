@@ -1,9 +1,9 @@
 """The defaults that come from the papers' reference code, and what they do."""
 
 import pytest
-from lifelong.strategies.agem import AGEM, AGEMOptions
 
 from lifelong import registry
+from lifelong.strategies.agem import AGEM, AGEMOptions
 from lifelong.strategy import StrategyContext
 from tests.conftest import tiny_classifier, toy_stream
 

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 import torch
-from lifelong.strategies.replay import Replay, ReplayStrategyOptions
-from lifelong.strategies.seq import Seq
 
 from lifelong import registry
 from lifelong.model import Batch
+from lifelong.strategies.replay import Replay, ReplayStrategyOptions
+from lifelong.strategies.seq import Seq
 from lifelong.strategy import StrategyContext
 from lifelong.tasks import TaskSettings, build_task
 from tests.conftest import tiny_classifier, toy_stream

@@ -1,12 +1,12 @@
 """SEQ*: warm-up then a frozen encoder, frozen rows of old classes, a cosine head, all logits."""
 
 import torch
-from lifelong.streams.core import batches
 
 from lifelong import registry
 from lifelong.heads import CosineHead
 from lifelong.learner import run_stream
 from lifelong.strategy import StrategyContext
+from lifelong.streams.core import batches
 from lifelong.training import seed_everything
 from tests.conftest import tiny_classifier, toy_stream
 

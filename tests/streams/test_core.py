@@ -1,4 +1,5 @@
 import pytest
+
 from lifelong.streams import Example, Task, TaskStream, batches
 
 

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from lifelong.streams import DataFormatError, TaskStream
 from lifelong.streams.fewrel import (
     RELATION_FILE,
@@ -320,7 +321,7 @@ def test_lines_without_a_negative_answer_are_skipped_as_holla_does(tmp_path, cap
     """Holla et al.'s read_rel_data skips lines whose candidates read noNegativeAnswer."""
     path = tmp_path / TRAIN_FILE
     path.write_text("1\t2 3\tfirst sentence\n2\tnoNegativeAnswer\tsecond\n3\t1\tthird one\n")
-    with caplog.at_level("INFO", logger="streams"):
+    with caplog.at_level("INFO", logger="lifelong.streams"):
         lines = read_relation_file(path, 4)
     assert [line.gold for line in lines] == [0, 2] and [line.line for line in lines] == [1, 3]
     assert "skipped 1 line(s) marked noNegativeAnswer" in caplog.text

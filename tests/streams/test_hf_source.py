@@ -9,9 +9,10 @@ import json
 
 import numpy as np
 import pytest
-from lifelong.streams import fewrel, qa, text_classification
+
+from lifelong.streams import QASpec, TextSpec, fewrel, qa, text_classification
 from lifelong.streams.core import DataFormatError
-from lifelong.streams.registry import StreamSpec, build_stream
+from lifelong.streams.registry import build_stream
 
 datasets = pytest.importorskip("datasets")
 
@@ -70,13 +71,10 @@ def _same_examples(a, b):
 
 
 def test_text_stream_from_save_to_disk_equals_the_files(text_dir):
-    spec = StreamSpec(order="i", train_size=40, test_size=20)
-    files = build_stream("text", spec)
+    spec = TextSpec(order="i", train_size=40, test_size=20)
+    files = build_stream(spec)
     hf = build_stream(
-        "text",
-        StreamSpec(
-            order="i", train_size=40, test_size=20, data_source="hf", data_dir=str(text_dir)
-        ),
+        TextSpec(order="i", train_size=40, test_size=20, data_source="hf", data_dir=str(text_dir))
     )
     _same_examples(files, hf)
     assert hf.tasks[0].train[0].uid.startswith("yelp/train:")
@@ -260,8 +258,8 @@ def qa_dir(tmp_path_factory):
 
 
 def test_qa_stream_from_save_to_disk_matches_the_files(qa_dir):
-    files = build_stream("qa", StreamSpec(order="i"))
-    hf = build_stream("qa", StreamSpec(order="i", data_source="hf", data_dir=str(qa_dir)))
+    files = build_stream(QASpec(order="i"))
+    hf = build_stream(QASpec(order="i", data_source="hf", data_dir=str(qa_dir)))
     assert hf.kind == "qa" and hf.task_names == files.task_names
     for x, y in zip(files, hf):
         for split in ("train", "test"):

@@ -2,6 +2,7 @@ import json
 import logging
 
 import pytest
+
 from lifelong.streams import DataFormatError, TaskStream, UnknownNameError
 from lifelong.streams.core import Example
 from lifelong.streams.qa import (

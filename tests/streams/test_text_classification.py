@@ -2,12 +2,13 @@ import csv
 from dataclasses import replace
 
 import pytest
+
 from lifelong.streams import (
     DATASETS,
     ORDERS,
     DataFormatError,
-    StreamSpec,
     TaskStream,
+    TextSpec,
     UnknownNameError,
     build_stream,
     text_classification_stream,
@@ -116,8 +117,8 @@ def test_sampling_is_seeded_and_sized(tmp_path):
 def test_sample_does_not_depend_on_the_run_seed(tmp_path):
     write_ag_news(tmp_path)
     # Holla et al. (2020) sample with random_state=42 whatever the run's seed
-    spec = StreamSpec(tasks=("ag_news",), data_dir=str(tmp_path), train_size=30, test_size=10)
-    first, second = (build_stream("text", replace(spec, seed=seed)) for seed in (0, 7))
+    spec = TextSpec(tasks=("ag_news",), data_dir=str(tmp_path), train_size=30, test_size=10)
+    first, second = (build_stream(spec, seed=seed) for seed in (0, 7))
     assert first.tasks == second.tasks
     assert first.tasks[0].validation  # held out too, and just as fixed
     assert first.tasks[0] == load_dataset(
@@ -184,9 +185,9 @@ def test_holla_joins_yahoo_columns_without_separator(tmp_path):
 
 def test_preprocess_option_reaches_the_stream(tmp_path):
     write_ag_news(tmp_path, n_train=5, n_test=5)
-    spec = StreamSpec(tasks=("ag_news",), data_dir=str(tmp_path), train_size=5, test_size=5)
-    assert build_stream("text", spec).tasks[0].train[0].text == "title 0 text 0"  # default
-    holla = build_stream("text", replace(spec, preprocess="holla"))
+    spec = TextSpec(tasks=("ag_news",), data_dir=str(tmp_path), train_size=5, test_size=5)
+    assert build_stream(spec).tasks[0].train[0].text == "title 0 text 0"  # default
+    holla = build_stream(replace(spec, preprocess="holla"))
     assert holla.tasks[0].train[0].text == "title 0. text 0"
     with pytest.raises(ValueError, match="preprocess must be 'none' or 'holla'"):
         load_dataset("ag_news", tmp_path, preprocess="lower")

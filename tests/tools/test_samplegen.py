@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from lifelong.streams.fewrel import TRAIN_FILE, read_relation_file
 
+from lifelong.streams.fewrel import TRAIN_FILE, read_relation_file
 from tools.samplegen import FOLDERS, KINDS, SAMPLES, write
 
 ROOT = Path(__file__).resolve().parents[2]

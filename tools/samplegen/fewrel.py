@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from lifelong.streams.fewrel import RELATION_FILE, TEST_FILE, TRAIN_FILE
 
 from lifelong.files import atomic_write_text
+from lifelong.streams.fewrel import RELATION_FILE, TEST_FILE, TRAIN_FILE
 
 TEMPLATES = Path(__file__).parent / "templates" / "fewrel.yaml"
 """The lexicon (slot -> values) and the relations with their sentence templates."""

@@ -19,9 +19,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lifelong.streams.qa import CANNOTANSWER, QA_DATASETS
-
 from lifelong.files import atomic_write_text
+from lifelong.streams.qa import CANNOTANSWER, QA_DATASETS
 
 SAMPLE_TRAIN_QUESTIONS = 60
 """Answerable questions per training file of the bundled sample."""

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from lifelong.experiment.reports.tables import _group
-from lifelong.experiment.rundir import CUSTOM_PREFIX, RunDirError, RunRecord
+from lifelong.experiment.rundir import RunDirError, RunRecord
 from lifelong.files import atomic_write_bytes
+from lifelong.streams.core import CUSTOM_PREFIX
 
 
 @dataclass

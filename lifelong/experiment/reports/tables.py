@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 
 from lifelong.experiment.rundir import (
-    CUSTOM_PREFIX,
     RunDirError,
     RunRecord,
     _is_number,
     as_records,
 )
+from lifelong.streams.core import CUSTOM_PREFIX
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from lifelong.streams.core import DataFormatError
 
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import build_memory_module
@@ -21,6 +20,7 @@ from lifelong.lm.text import (
     training_memory,
     whole_windows,
 )
+from lifelong.streams.core import DataFormatError
 
 
 def tiny_lm(name="transformer", vocab=20, segment=8, **kwargs):

@@ -4,9 +4,8 @@ from lifelong.memory import KeyEncoder
 
 
 def test_keys_are_the_cls_vector_or_a_chosen_token_and_the_copy_is_frozen(context, task):
-    from lifelong.streams import Example
-
     from lifelong.encoders import load_encoder
+    from lifelong.streams import Example
 
     batch = task([Example("who wrote it ?", 0, "Ada wrote it .")])
     encoder = load_encoder("tiny", pooling="pooler")  # its pooled vector is not the [CLS] state

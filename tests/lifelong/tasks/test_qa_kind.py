@@ -2,11 +2,11 @@
 
 import pytest
 import torch
-from lifelong.streams import qa_stream
-from lifelong.streams.core import Example
 
 from lifelong.learner import evaluate_metrics
 from lifelong.strategy import StrategyHooks
+from lifelong.streams import qa_stream
+from lifelong.streams.core import Example
 from lifelong.tasks import TaskSettings, build_task
 from lifelong.tasks.qa import best_spans, exact_match, f1_score, normalize_answer, squad_scores
 

@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from lifelong.streams import Example
 
 from lifelong.learner import evaluate_metrics
 from lifelong.model import Batch
 from lifelong.strategy import StrategyHooks
+from lifelong.streams import Example
 from lifelong.tasks import TaskSettings, build_task
 from lifelong.tasks.relation import candidate_loss
 from tests.conftest import tiny_classifier
