@@ -197,7 +197,7 @@ def evaluate_metrics(
     ``predict_set`` returns ``None``) is asked ``predict(batch)`` batch by batch.
 
     Batches are length-aware when the kind knows its examples' lengths (a run's token-cached
-    kind, `lifelong.tasks.cache.CachedKind.lengths`): examples are sorted by length before
+    kind, `lifelong.tasks.prepared.PreparedKind.lengths`): examples are sorted by length before
     they are cut into batches, so each batch pads to little more than its own examples. The
     scores are summed over examples, and every prediction depends on its own example only
     (local adaptation is per example), so the order changes no metric.
@@ -375,7 +375,7 @@ def run_stream(
             states must already be restored from the same checkpoint.
         runtime: The run's device and precision: training and evaluation (every strategy
             call and hook) run inside its autocast; the model and the task kind's batches
-            must already be on its device (`lifelong.runtime.on_device`).
+            must already be on its device (`lifelong.tasks.prepared.on_device`).
         prefetch: Training mini-batches made ahead in a background thread (`prefetched`;
             0: none). Runs on a GPU use 2 so that the device never waits for batches.
         listener: Told every mini-batch's statistics and every evaluation's scores

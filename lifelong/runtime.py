@@ -3,9 +3,9 @@
 Nothing below the run config chooses a device or a dtype (DESIGN §4). The run resolves
 ``device`` (``auto``, ``cpu``, ``cuda`` or ``cuda:N``) and ``precision`` (``auto``, ``fp32``,
 ``bf16``, ``fp16``) into a `Runtime`; the model is moved there, every batch the task kind
-makes lands there (`on_device`), and the learner runs training and evaluation inside
-`Runtime.autocast`. Strategies never name a device: they create tensors next to the tensors
-they already have.
+makes lands there (`lifelong.tasks.prepared.on_device`), and the learner runs training and
+evaluation inside `Runtime.autocast`. Strategies never name a device: they create tensors next
+to the tensors they already have.
 
 Precision follows PyTorch's automatic mixed precision (``torch.autocast``): weights and
 optimiser state stay fp32; matmuls and attention run in bf16 where autocast allows it, and
@@ -29,7 +29,7 @@ import dataclasses
 import re
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,10 +39,7 @@ from torch import nn
 from torch.func import functional_call
 
 if TYPE_CHECKING:
-    from lifelong.memory.records import ExampleRecords
     from lifelong.model import Batch
-    from lifelong.streams.core import Example
-    from lifelong.tasks import TaskKind
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
@@ -209,43 +206,6 @@ CPU = Runtime()
 """fp32 on the CPU: the runtime of a strategy built without one (tests, library use)."""
 
 
-class OnDevice:
-    """A task kind whose batches land on a device: every batch of a run goes through one.
-
-    The stream's mini-batches, replay and meta-replay batches, nearest neighbours, episodes,
-    coarse-adaptation pools and key rows are all made by the task kind (``kind(examples)``,
-    ``kind.rows(records)``, ``kind.key_rows(records)``), so wrapping it moves them all; the
-    rest of the kind (loss, score, head, settings) is the wrapped kind's.
-
-    Args:
-        kind: The task kind.
-        device: Where its batches go.
-
-    """
-
-    def __init__(self, kind: TaskKind, device: torch.device) -> None:
-        self.kind = kind
-        self.device = device
-
-    def __call__(self, examples: Sequence[Example]) -> Batch:
-        """Rows of ``examples`` on the device."""
-        return to_device(self.kind(examples), self.device)
-
-    def rows(self, records: ExampleRecords) -> Batch:
-        """Model rows of ``records`` on the device."""
-        return to_device(self.kind.rows(records), self.device)
-
-    def key_rows(self, records: ExampleRecords) -> Batch:
-        """Key-network rows of ``records`` on the device."""
-        return to_device(self.kind.key_rows(records), self.device)
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything else is the wrapped kind's."""
-        if name == "kind":  # not set yet (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.kind, name)
-
-
 _COPY = threading.local()  # each thread's copy stream, per CUDA device
 
 
@@ -270,13 +230,6 @@ def to_device(batch: Batch, device: torch.device) -> Batch:
     stream.synchronize()  # this thread waits; the device goes on with the current batch
     moved.record_stream(torch.cuda.default_stream(device))
     return moved
-
-
-def on_device(kind: TaskKind, device: torch.device) -> TaskKind:
-    """``kind`` whose batches land on ``device`` (the kind itself when it already does)."""
-    if isinstance(kind, OnDevice):
-        kind = kind.kind
-    return OnDevice(kind, device)  # type: ignore[return-value]
 
 
 def to_cpu(state: Any) -> Any:

@@ -43,11 +43,12 @@ from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.experiment.config import RunConfig
 from lifelong.experiment.runs import build_model
 from lifelong.model import Batch
-from lifelong.runtime import CPU, Runtime, on_device, to_cpu
+from lifelong.runtime import CPU, Runtime, to_cpu
 from lifelong.scopes import check_scope
 from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
 from lifelong.strategy import StrategyContext
 from lifelong.streams import batches, text_classification_stream
+from lifelong.tasks.prepared import on_device
 from lifelong.training import seed_everything
 
 

@@ -53,10 +53,11 @@ from lifelong.encoders import load_tokenizer
 from lifelong.encoders.hf import HFEncoder, tiny_bert_config
 from lifelong.memory import EpisodicMemory
 from lifelong.model import Batch, Classifier
-from lifelong.runtime import Runtime, compile_module, on_device
+from lifelong.runtime import Runtime, compile_module
 from lifelong.strategy import StrategyContext
 from lifelong.streams import batches, text_classification_stream
 from lifelong.tasks import TaskSettings, build_task
+from lifelong.tasks.prepared import on_device
 from lifelong.training import predict_scores, seed_everything
 
 TRAIN = 575_000  # 5 x 115,000 (de Masson d'Autume et al., 2019, §4.1)

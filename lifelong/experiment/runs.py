@@ -148,13 +148,14 @@ def cached_kind(config: RunConfig, task: TaskKind, stream: TaskStream) -> TaskKi
     (same kind, settings and tokenizer) wrote them, else tokenised now and written there
     (`lifelong.tasks.cache`).
     """
-    from lifelong.tasks.cache import CachedKind, TokenCache, kind_identity, resolve_cache_dir
+    from lifelong.tasks.cache import TokenCache, kind_identity, resolve_cache_dir
+    from lifelong.tasks.prepared import prepare
 
     settings = config.task_settings(token_types=bool(getattr(task, "token_types", False)))
     identity = kind_identity(task, task.tokenizer, settings)
     cache = TokenCache(task, identity, resolve_cache_dir(config.token_cache))
     cache.prepare_stream(stream)
-    return CachedKind(task, cache)  # type: ignore[return-value]
+    return prepare(task, cache=cache)
 
 
 def run(
@@ -303,8 +304,9 @@ def _execute(job: _Job) -> RunOutcome:
 def _train(job: _Job) -> RunOutcome:
     from lifelong import registry
     from lifelong.learner import run_stream
-    from lifelong.runtime import compile_module, on_device
+    from lifelong.runtime import compile_module
     from lifelong.strategy import StrategyContext
+    from lifelong.tasks.prepared import on_device
     from lifelong.training import seed_everything
 
     config, checkpoint = job.config, job.checkpoint

@@ -96,6 +96,7 @@ from lifelong.options import (
 )
 from lifelong.registry import UnknownStrategyError
 from lifelong.strategy import StrategyHooks
+from lifelong.tasks.prepared import base_kind
 from lifelong.tasks.relation import pair_scores
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ class RecordCodec:
     """
 
     def __init__(self, kind: TaskKind) -> None:
+        kind = base_kind(kind)  # its own members: max_length, num_labels, relation_tokens
         name = getattr(kind, "name", type(kind).__name__)
         max_length = int(getattr(kind, "max_length", 0))
         if name == "classification":

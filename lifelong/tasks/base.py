@@ -91,7 +91,7 @@ class TaskKind(Protocol):
         """Tokens of each example, shape (n,), where known without tokenising; else ``None``.
 
         The learner sorts evaluation examples by it (length-aware batching). A plain kind
-        returns ``None``; a run's token-cached kind (`lifelong.tasks.cache.CachedKind`)
+        returns ``None``; a run's token-cached kind (`lifelong.tasks.prepared.PreparedKind`)
         knows its prepared examples' lengths.
         """
         ...

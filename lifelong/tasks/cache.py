@@ -2,9 +2,9 @@
 
 Without a cache a run tokenises every training mini-batch as it arrives and every test set at
 every evaluation (T + 1 times). `TokenCache.prepare` encodes a split (a task's train, test or
-examples) once with the task kind's ``encode`` and keeps the records; `CachedKind`
-then serves every batch of those examples from them. On disk a split's records live in one
-``.npz`` file named by a SHA-256 over
+examples) once with the task kind's ``encode`` and keeps the records; a run's prepared kind
+(`lifelong.tasks.prepared.PreparedKind`) then serves every batch of those examples from them.
+On disk a split's records live in one ``.npz`` file named by a SHA-256 over
 
 * the task kind and the settings that shape its records (max length, QA windows, segment ids),
 * the tokenizer (its class, name or path, a hash of its vocabulary, its lower-casing), and
@@ -35,7 +35,6 @@ from lifelong.files import atomic_write_bytes
 from lifelong.memory.records import INT, ExampleRecords
 
 if TYPE_CHECKING:
-    from lifelong.model import Batch
     from lifelong.streams.core import Example, TaskStream
     from lifelong.tasks import TaskKind
 
@@ -204,41 +203,3 @@ class TokenCache:
                 err.strerror or err,
             )
             self.directory = None
-
-
-class CachedKind:
-    """A task kind that takes the records of prepared examples from a `TokenCache`.
-
-    ``encode`` (and so calling the kind on examples, the run's collator) serves prepared
-    examples without the tokenizer and encodes any other example as the wrapped kind does;
-    everything else is the wrapped kind's.
-    """
-
-    def __init__(self, kind: TaskKind, cache: TokenCache) -> None:
-        self.kind = kind
-        self.cache = cache
-
-    def encode(self, examples: Sequence[Example]) -> ExampleRecords:
-        """The examples' records: from the cache when all were prepared, else encoded now."""
-        records = self.cache.lookup(examples)
-        return records if records is not None else self.kind.encode(examples)
-
-    def __call__(self, examples: Sequence[Example]) -> Batch:
-        """Rows of ``examples``."""
-        return self.kind.rows(self.encode(examples))
-
-    def lengths(self, examples: Sequence[Example]) -> np.ndarray | None:
-        """Token ids in each example's record (all fields), shape (n,); ``None`` if unprepared.
-
-        The learner orders evaluation batches by it (length-aware batching).
-        """
-        records = self.cache.lookup(examples)
-        if records is None:
-            return None
-        return np.sum([[len(v) for v in records[name]] for name in records.names], axis=0)
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything else is the wrapped kind's."""
-        if name == "kind":
-            raise AttributeError(name)
-        return getattr(self.kind, name)

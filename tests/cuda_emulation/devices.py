@@ -81,7 +81,7 @@ def batch_on_gpu(batch: Batch) -> Batch:
 
 
 class GpuKind:
-    """A task kind whose batches are `DeviceTensor`s (as `lifelong.runtime.OnDevice` on CUDA)."""
+    """A task kind whose batches are `DeviceTensor`s (as a `PreparedKind` on CUDA)."""
 
     def __init__(self, kind: Any) -> None:
         self.kind = kind

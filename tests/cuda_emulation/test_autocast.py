@@ -17,10 +17,11 @@ from lifelong.encoders.names import MEMORY_FAMILIES
 from lifelong.experiment.config import from_dict
 from lifelong.experiment.runs import build_model
 from lifelong.learner import run_stream
-from lifelong.runtime import Runtime, on_device
+from lifelong.runtime import Runtime
 from lifelong.strategy import StrategyContext
 from lifelong.streams.fewrel import hashed_bag_of_words
 from lifelong.streams.registry import build_stream, stream_spec
+from lifelong.tasks.prepared import on_device
 from lifelong.training import seed_everything
 from tests.cuda_emulation.autocast_rules import check_tables_against_installed_torch
 from tests.strategies.test_evaluation_leaves_training_alone import options_for

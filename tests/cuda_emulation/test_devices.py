@@ -14,9 +14,10 @@ from lifelong import registry
 from lifelong.encoders.infinity_former import ContinuousSignal, update_design
 from lifelong.experiment.checkpoint import load_checkpoint, save_checkpoint
 from lifelong.learner import StreamPosition
-from lifelong.runtime import Runtime, on_device, to_cpu
+from lifelong.runtime import Runtime, to_cpu
 from lifelong.strategy import StrategyContext
 from lifelong.streams.core import batches
+from lifelong.tasks.prepared import on_device
 from lifelong.training import seed_everything
 from tests.conftest import tiny_classifier, toy_stream
 from tests.cuda_emulation.devices import DeviceTensor, batch_on_gpu

@@ -140,12 +140,13 @@ def test_prefetching_training_batches_changes_no_result(task):
 
 def test_evaluation_batches_are_length_sorted_and_score_as_in_stream_order(task, stream, tokenizer):
     from lifelong.learner import evaluate_metrics, length_sorted
-    from lifelong.tasks.cache import CachedKind, TokenCache, kind_identity
+    from lifelong.tasks.cache import TokenCache, kind_identity
+    from lifelong.tasks.prepared import prepare
     from lifelong.tasks.settings import TaskSettings
 
     cache = TokenCache(task, kind_identity(task, tokenizer, TaskSettings()), None)
     cache.prepare_stream(stream)
-    cached = CachedKind(task, cache)
+    cached = prepare(task, cache=cache)
     test = stream.tasks[0].test
     ordered = length_sorted(test, cached)
     lengths = [len(task.encode([e])["tokens"][0]) for e in ordered]

@@ -21,15 +21,14 @@ from lifelong.learner import run_stream
 from lifelong.runtime import (
     CPU,
     DeviceError,
-    OnDevice,
     Runtime,
     check_device_name,
-    on_device,
     resolve_device,
     resolve_precision,
     to_cpu,
 )
 from lifelong.strategy import StrategyContext
+from lifelong.tasks.prepared import PreparedKind, base_kind, on_device
 from lifelong.training import seed_everything
 from tests.conftest import tiny_classifier, toy_stream
 from tests.lifelong.test_checkpoint import Crash, crash_at, small_config
@@ -97,9 +96,15 @@ def test_every_batch_the_wrapped_kind_makes_lands_on_its_device(task, stream):
     records = task.encode(examples)
     assert kind.rows(records).attention_mask.device == meta
     assert kind.key_rows(records).input_ids.device == meta
-    assert kind.metrics == task.metrics and kind.loss == task.loss  # the rest is the kind's
-    assert isinstance(on_device(kind, torch.device("cpu")), OnDevice)
-    assert on_device(kind, torch.device("cpu")).kind is task  # never wrapped twice
+    assert (kind.name, kind.metrics, kind.pad_id) == (task.name, task.metrics, task.pad_id)
+    plain = task(examples)
+    logits = torch.randn(len(plain), task.num_labels)
+    assert torch.equal(kind.loss(logits, plain), task.loss(logits, plain))  # the kind's own
+    assert isinstance(on_device(kind, torch.device("cpu")), PreparedKind)
+    assert on_device(kind, torch.device("cpu")).base is task  # never wrapped twice
+    assert base_kind(kind) is task and base_kind(task) is task
+    with pytest.raises(TypeError, match="prepare"):
+        PreparedKind(kind)
 
 
 def test_to_cpu_walks_nested_state_and_keeps_what_is_not_a_tensor():

@@ -11,13 +11,13 @@ from transformers import PreTrainedTokenizerBase
 from lifelong.experiment.config import DEMO_CONFIG, load_yaml
 from lifelong.experiment.runs import run
 from lifelong.tasks.cache import (
-    CachedKind,
     TokenCache,
     kind_identity,
     records_from_bytes,
     records_to_bytes,
     resolve_cache_dir,
 )
+from lifelong.tasks.prepared import prepare
 from lifelong.tasks.settings import TaskSettings
 from tests.conftest import records
 
@@ -39,7 +39,7 @@ def test_cached_batches_equal_the_kind_s_own_and_unprepared_examples_still_encod
 ):
     cache = TokenCache(task, kind_identity(task, tokenizer, TaskSettings()), None)
     cache.prepare_stream(stream)
-    kind = CachedKind(task, cache)
+    kind = prepare(task, cache=cache)
     chunk = stream.tasks[1].train[2:7]
     cached, plain = kind(chunk), task(chunk)
     assert torch.equal(cached.input_ids, plain.input_ids)
