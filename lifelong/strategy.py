@@ -42,7 +42,7 @@ class StrategyContext:
         memory_index: The nearest-neighbour search of keyed episodic memories: the run
             config's ``memory_index`` (``auto``, ``torch``, ``Flat`` or a FAISS factory
             string; see `lifelong.memory.EpisodicMemory`), passed on by
-            `lifelong.replay.episodic_writer`.
+            `lifelong.replay_schedule.episodic_writer`.
 
     """
 

@@ -19,7 +19,7 @@ import torch
 
 from lifelong.model import Batch, Classifier
 from lifelong.options import PositiveInt, Range, option_group
-from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
+from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, accumulate

@@ -21,7 +21,7 @@ from torch import nn
 from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveInt, Probability, option_group
-from lifelong.replay import ClipOptions
+from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer

@@ -35,7 +35,7 @@ from lifelong.inner_loop import Params
 from lifelong.meta_episodes import Episode, EpisodeBuffer, adapt_per_batch, meta_test_slots
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
-from lifelong.replay import (
+from lifelong.replay_schedule import (
     ClipOptions,
     ReplayLossOptions,
     ReplayOptions,

@@ -15,7 +15,7 @@ import torch
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.model import Batch
 from lifelong.options import option_group
-from lifelong.replay import ClipOptions, WriteOptions, episodic_writer
+from lifelong.replay_schedule import ClipOptions, WriteOptions, episodic_writer
 from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions, TaskTraining

@@ -16,7 +16,7 @@ import torch
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.model import Batch
 from lifelong.options import option_group
-from lifelong.replay import (
+from lifelong.replay_schedule import (
     ClipOptions,
     ReplayClipOptions,
     ReplayLossOptions,

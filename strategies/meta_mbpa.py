@@ -60,7 +60,7 @@ from lifelong.inner_loop import Params, local_adapt, summed_gradient
 from lifelong.memory import DiversityWrite, EpisodicMemory, EpisodicWriter
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range, option_group
-from lifelong.replay import ClipOptions, ReplayOptions, SparseReplay, episodic_writer
+from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, episodic_writer
 from lifelong.runtime import eager_call
 from lifelong.scopes import Head, Lora, Scope, parse_scope
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict

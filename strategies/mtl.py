@@ -24,7 +24,7 @@ import torch
 from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch
 from lifelong.options import PositiveInt, Range, option_group
-from lifelong.replay import ClipOptions
+from lifelong.replay_schedule import ClipOptions
 from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import TaskStream

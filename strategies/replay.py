@@ -22,7 +22,7 @@ import torch
 
 from lifelong.model import Batch
 from lifelong.options import Range, option_group
-from lifelong.replay import (
+from lifelong.replay_schedule import (
     ClipOptions,
     ReplayClipOptions,
     ReplayLossOptions,
@@ -43,8 +43,8 @@ class ReplayStrategyOptions(
     """Replay rate (R_I, r), write probability and gradient clips (Holla et al.'s by default).
 
     ``replay_grad_norm=None`` here means Holla et al.'s clip for the stream kind (25, FewRel 10:
-    `lifelong.replay.paper_replay_clip`); ``max_grad_norm`` clips the ordinary updates (0: none,
-    as ``cls_replay.py``).
+    `lifelong.replay_schedule.paper_replay_clip`); ``max_grad_norm`` clips the ordinary updates
+    (0: none, as ``cls_replay.py``).
     """
 
     replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_replay.py sums batches

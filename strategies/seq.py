@@ -8,7 +8,7 @@ import torch
 
 from lifelong.model import Batch
 from lifelong.options import Range, option_group
-from lifelong.replay import ClipOptions
+from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer

@@ -34,7 +34,7 @@ import torch
 from lifelong.heads import CosineHead
 from lifelong.model import Batch
 from lifelong.options import PositiveFloat, Probability, Range, option_group
-from lifelong.replay import ClipOptions
+from lifelong.replay_schedule import ClipOptions
 from lifelong.state import Counters
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import TaskStream

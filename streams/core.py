@@ -68,7 +68,7 @@ class SourceFields:
         data_dir: Directory of the real files; ``None``: the bundled sample (``data_source``
             ``hf``: the Hugging Face hub).
         data_source: ``"files"`` (each family's file layout) or ``"hf"`` (Hugging Face
-            ``datasets``: the hub, ``save_to_disk`` directories or parquet; `streams.hf`).
+            ``datasets``: the hub, ``save_to_disk`` directories or parquet; `streams.hf_datasets`).
         train_size: Training examples per task (per dataset, or per relation on FewRel).
         test_size: Test examples per task, likewise.
 

@@ -60,7 +60,13 @@ from lifelong.streams.core import (
     decimal,
     text_lines,
 )
-from lifelong.streams.hf import HubSource, Split, describe_source, open_split, require_datasets
+from lifelong.streams.hf_datasets import (
+    HubSource,
+    Split,
+    describe_source,
+    open_split,
+    require_datasets,
+)
 
 log = logging.getLogger(__name__)
 

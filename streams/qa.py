@@ -39,8 +39,8 @@ prepended), turns whose dialogue answer is ``CANNOTANSWER`` are dropped, and the
 Every other file is validated strictly: an answer must be the exact context slice at its
 ``answer_start``; the error names the file and the question id and shows what the context
 holds there. How questions become model inputs (context windows, answer spans) and how answers
-are scored (SQuAD 1.1 exact match and F1) is the QA task kind's business: `lifelong.tasks.qa`.
-The bundled sample is written by ``python -m tools.samplegen qa``.
+are scored (SQuAD 1.1 exact match and F1) is the QA task kind's business
+(`lifelong.tasks.extractive_qa`). The bundled sample is written by ``python -m tools.samplegen qa``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from lifelong.streams.core import (
     load_task,
     resolve_order,
 )
-from lifelong.streams.hf import HubSource, Split, describe_source, open_split
+from lifelong.streams.hf_datasets import HubSource, Split, describe_source, open_split
 
 log = logging.getLogger(__name__)
 
@@ -441,7 +441,7 @@ QA_HUB: dict[str, HubSource] = {
         revision="refs/convert/parquet",  # main holds only a loading script
     ),
 }
-"""Where each QA dataset is on the Hugging Face hub (`streams.hf`), from the dataset cards
+"""Where each QA dataset is on the Hugging Face hub (`streams.hf_datasets`), from the dataset cards
 (2026-11): our test split is the hub's ``validation`` split, as it is the released dev file.
 SQuAD rows are SQuAD questions; QuAC rows are dialogues (one question per turn, converted by
 `convert_quac` as the JSON files are); TriviaQA rows are raw questions with their evidence
@@ -459,7 +459,7 @@ def read_hf_qa(name: str, split: str, data_dir: str | Path | None) -> list[Examp
         name: A key of `QA_DATASETS`.
         split: ``"train"`` or ``"test"`` (the hub's validation split).
         data_dir: A directory holding ``<name>/`` (``save_to_disk`` or parquet, see
-            `streams.hf`), or ``None`` for the hub.
+            `streams.hf_datasets`), or ``None`` for the hub.
 
     Raises:
         DataFormatError: A missing split or column, or a question that fails the checks of

@@ -38,7 +38,7 @@ from lifelong.streams.core import (
     size_hint,
     text_lines,
 )
-from lifelong.streams.hf import HubSource, describe_source, open_split
+from lifelong.streams.hf_datasets import HubSource, describe_source, open_split
 
 SAMPLE_DIR = Path(__file__).parent / "samples" / "text_classification"
 """The bundled sample: every dataset in the real layout, a few hundred rows each."""
@@ -54,7 +54,7 @@ SAMPLE_SEED = 42
 
 DataSource = Literal["files", "hf"]
 """Where datasets are read from: the files of the module docstring, or Hugging Face
-``datasets`` (`streams.hf`: the hub, a ``save_to_disk`` directory or parquet files)."""
+``datasets`` (`streams.hf_datasets`: the hub, a ``save_to_disk`` directory or parquet files)."""
 
 Preprocessing = Literal["none", "holla"]
 """How the text columns become an example's text: ``"none"`` joins them with spaces, ``"holla"``
@@ -291,7 +291,7 @@ HUB: dict[str, HubSource] = {
         ("topic", "question_title", "question_content", "best_answer"),
     ),
 }
-"""Where each dataset is on the Hugging Face hub (`streams.hf`), checked against the hub's
+"""Where each dataset is on the Hugging Face hub (`streams.hf_datasets`), checked against the hub's
 dataset cards (2026-11). The first column is the label, the others the text columns in the
 order of the CSV files. Labels are the hub's 0-based ``ClassLabel`` ids in Zhang et al.'s class
 order, except Amazon's CSV copy (1..5, as the files). AG News on the hub has title and
@@ -308,7 +308,7 @@ def read_hf_split(
         name: A key of `DATASETS`.
         split: ``"train"`` or ``"test"``.
         data_dir: A directory holding ``<name>/`` (``save_to_disk`` or parquet; see
-            `streams.hf`), or ``None`` for the hub.
+            `streams.hf_datasets`), or ``None`` for the hub.
         preprocess: As `read_csv`.
 
     Raises:

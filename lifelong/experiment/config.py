@@ -67,8 +67,8 @@ class RunConfig:
     order: Literal["i", "ii", "iii", "iv"] = "i"  # paper task order (text classification, QA)
     tasks: tuple[str, ...] | None = None  # explicit dataset order (text, QA), overrides order
     data_dir: str | None = None  # real data directory; None = the bundled sample (hf: the hub)
-    # "files": each stream's file layout (data_dir); "hf": Hugging Face datasets, from the hub
-    # by id, or from data_dir holding save_to_disk directories or parquet files (streams.hf)
+    # "files": each stream's file layout (data_dir); "hf": Hugging Face datasets, from the hub by
+    # id, or from data_dir holding save_to_disk directories or parquet files (streams.hf_datasets)
     data_source: Literal["files", "hf"] = "files"
     train_size: PositiveInt | None = None  # train examples per task (see the stream's spec)
     test_size: PositiveInt | None = None  # test examples per task (see the stream's spec)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class EpisodicWriter:
     """An episodic memory of whole examples plus the frozen key network that keys them.
 
-    A strategy builds one from its context with `lifelong.replay.episodic_writer`.
+    A strategy builds one from its context with `lifelong.replay_schedule.episodic_writer`.
 
     Args:
         task: The task kind: how examples are keyed (``key_rows``, ``key_position``), which

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 KINDS: dict[str, str] = {
     "classification": "lifelong.tasks.classification:Classification",
     "relation": "lifelong.tasks.relation:Relation",
-    "qa": "lifelong.tasks.qa:QA",
+    "qa": "lifelong.tasks.extractive_qa:QA",
 }
 """The task kinds, by the name a `TaskStream` gives in its ``kind``: where each is implemented."""
 

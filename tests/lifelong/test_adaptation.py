@@ -5,7 +5,7 @@ from torch import nn
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.inner_loop import local_adapt
-from lifelong.replay import episodic_writer
+from lifelong.replay_schedule import episodic_writer
 from lifelong.scopes import All, Head, Top, parse_scope
 from lifelong.strategy import StrategyContext
 from tests.conftest import classification, tiny_classifier, toy_stream

@@ -33,7 +33,7 @@ from lifelong import registry
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.encoders.base import attention_implementation
 from lifelong.inner_loop import local_adapt
-from lifelong.replay import episodic_writer
+from lifelong.replay_schedule import episodic_writer
 from lifelong.strategy import StrategyContext
 from tests.conftest import classification, tiny_classifier, toy_stream
 

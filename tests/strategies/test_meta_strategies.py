@@ -9,7 +9,7 @@ from lifelong.encoders.base import attention_implementation
 from lifelong.learner import evaluate, evaluate_all
 from lifelong.meta_episodes import EpisodeBuffer
 from lifelong.model import Batch
-from lifelong.replay import ReplaySchedule
+from lifelong.replay_schedule import ReplaySchedule
 from lifelong.scopes import Head
 from lifelong.strategies.anml_er import ANMLER
 from lifelong.strategies.meta_mbpa import MetaMbPAOptions

@@ -1,8 +1,9 @@
 """Hugging Face datasets as a data source: every stream from save_to_disk / parquet copies.
 
 The copies are built here with ``Dataset.from_dict`` in the hub's schema (column names, label
-encodings, split names of `streams.hf` sources) from the bundled sample, so a stream read from
-them must hold the same examples as the stream read from the files. Nothing touches the network.
+encodings, split names of `streams.hf_datasets` sources) from the bundled sample, so a stream
+read from them must hold the same examples as the stream read from the files. Nothing touches the
+network.
 """
 
 import json

@@ -24,15 +24,15 @@ FOLDERS = {"text": "text_classification", "qa": "qa", "fewrel": "fewrel"}
 def writer(kind: str) -> Callable[[Path, int], None]:
     """The function that writes the ``kind`` sample into a directory with a seed."""
     if kind == "text":
-        from tools.samplegen.text import generate
+        from tools.samplegen.text_sample import generate
 
         return lambda root, seed: generate(root, seed=seed)
     if kind == "qa":
-        from tools.samplegen.qa import write_qa_sample
+        from tools.samplegen.qa_sample import write_qa_sample
 
         return lambda root, seed: write_qa_sample(root, seed) and None
     if kind == "fewrel":
-        from tools.samplegen.fewrel import write_fewrel_sample
+        from tools.samplegen.fewrel_sample import write_fewrel_sample
 
         return write_fewrel_sample
     raise ValueError(f"unknown sample {kind!r}; expected one of {', '.join(KINDS)}")

@@ -11,7 +11,7 @@ import torch
 from lifelong.lm.recall import RecallGenerator, RecallTask
 from lifelong.lm.sorting import IGNORE
 
-SCRIPT = Path(__file__).resolve().parents[3] / "experiments" / "lm" / "recall.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "experiments" / "lm" / "recall_table.py"
 
 
 def test_the_facts_open_the_first_segment_and_the_question_closes_the_last():

@@ -30,7 +30,7 @@ from lifelong.lm.sorting import (
     train_sorting,
 )
 
-SCRIPT = Path(__file__).resolve().parents[3] / "experiments" / "lm" / "sorting.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "experiments" / "lm" / "sorting_table.py"
 
 
 def config(d: int = 16, layers: int = 1, max_positions: int = 64) -> ModuleConfig:

@@ -10,7 +10,7 @@ from lifelong.experiment.config import ConfigError, from_dict
 from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.memory import search as search_module
 from lifelong.memory.search import TorchFlatIndex, TorchIVFIndex, check_index, probe_schedule
-from lifelong.replay import episodic_writer
+from lifelong.replay_schedule import episodic_writer
 from lifelong.strategy import StrategyContext
 from tests.conftest import tiny_classifier, write
 

@@ -8,7 +8,13 @@ from lifelong.strategy import StrategyHooks
 from lifelong.streams import qa_stream
 from lifelong.streams.core import Example
 from lifelong.tasks import TaskSettings, build_task
-from lifelong.tasks.qa import best_spans, exact_match, f1_score, normalize_answer, squad_scores
+from lifelong.tasks.extractive_qa import (
+    best_spans,
+    exact_match,
+    f1_score,
+    normalize_answer,
+    squad_scores,
+)
 
 FILLER = "the river flows past the old mill and the fields . "
 LONG_CONTEXT = FILLER * 4 + "The key was hidden by Morgan Blake near the gate . " + FILLER * 4

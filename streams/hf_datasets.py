@@ -161,7 +161,9 @@ def _from_hub(name: str, hub_split: str, source: HubSource) -> Any:
             f"{name}: no Hugging Face hub copy is known ({source.note}); pass --data-dir with "
             f"a directory holding {name}/ (save_to_disk or parquet)"
         )
-    hint = "; offline, pass --data-dir with a directory holding it (see lifelong.streams.hf)"
+    hint = (
+        "; offline, pass --data-dir with a directory holding it (see lifelong.streams.hf_datasets)"
+    )
     with _reading(f"{source.repo} ({name}): could not load it from the Hugging Face hub", hint):
         if source.data_files:
             pattern = source.data_files[hub_split]

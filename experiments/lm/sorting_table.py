@@ -16,14 +16,14 @@ forked processes of one thread each (``--jobs 2 --threads 1``). With 20 warm-up 
 stayed on the uniform-prediction plateau (loss ln 20) at 8 segments, as it did at lr 5e-3 with
 another seed; 100 warm-up steps got it and ∞-former off it, so 100 is the default for all.
 
-    python experiments/lm/sorting.py [--modules transformer memformer ...] [--segments 2 4 8]
+    python experiments/lm/sorting_table.py [--modules transformer memformer ...] [--segments 2 4 8]
         [--segment-length 32] [--steps 400] [--out table.md|table.csv]
 
 ``--task recall`` runs the long-range recall task instead (`lifelong.lm.recall`: three facts in
 the first segment, the question at the end of the last; chance 1/16), on which every module
 trains with a graph through all the segments (the memory must learn to keep the facts), and
 ``--curriculum`` gives every module RMT's curriculum over the number of segments.
-``experiments/lm/recall.py`` is this script with ``--task recall``.
+``experiments/lm/recall_table.py`` is this script with ``--task recall``.
 """
 
 from __future__ import annotations
