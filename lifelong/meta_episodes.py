@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import torch
@@ -23,7 +24,12 @@ from torch.func import functional_call
 from lifelong.encoders.base import EncoderOutput
 from lifelong.inner_loop import Params, local_adapt
 from lifelong.model import Batch
+from lifelong.replay_schedule import SparseReplay
 from lifelong.runtime import eager_call
+from lifelong.state import Counters
+
+if TYPE_CHECKING:
+    from lifelong.strategy import StrategyContext
 
 Criterion = Callable[[torch.Tensor, Batch], torch.Tensor]
 """A task's loss from logits and the batch they were computed on."""
@@ -184,3 +190,72 @@ def meta_test_slots(
     own generator: evaluation then leaves training's randomness alone.
     """
     return rng.integers(0, memory_size, size=(batches, batch_size))  # (m, b)
+
+
+class MetaReplay(NamedTuple):
+    """What OML-ER, ANML-ER and MAML-ER share: sparse replay cut into episodes, and meta-tests.
+
+    A strategy unpacks it into its own names (``self.replay, self.buffer, self.counts,
+    self.rng = self.meta``) and asks it for the meta-test's memory batches and the report.
+
+    Attributes:
+        replay: Sparse replay over every written example (unkeyed: drawn uniformly).
+        buffer: Cuts the stream into episodes, every R_F-th a replay episode.
+        counts: ``meta_tests`` so far.
+        rng: The meta-test's own generator (seed + 1), so evaluation leaves training's alone.
+        support_batches: m, the batches of an episode's support set and of a meta-test.
+        batch_size: b, examples per batch.
+
+    """
+
+    replay: SparseReplay
+    buffer: EpisodeBuffer
+    counts: Counters
+    rng: np.random.Generator
+    support_batches: int
+    batch_size: int
+
+    @classmethod
+    def build(cls, context: StrategyContext, options: Any) -> MetaReplay:
+        """The parts for ``context`` from a strategy's options (replay options, m, write_prob)."""
+        m, b = options.support_batches, context.batch_size
+        replay = SparseReplay(context, options, options.write_prob, keyed=False)
+        between = replay.schedule.episodes_between_replays(b, m)
+        buffer = EpisodeBuffer(m, between, device=context.runtime.device)
+        rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches only
+        return cls(replay, buffer, Counters(meta_tests=0), rng, m, b)
+
+    def resumable(self) -> dict[str, Any]:
+        """Its parts by their checkpoint keys (`lifelong.state.ResumableParts`)."""
+        return {
+            "replay": self.replay,
+            "episodes": self.buffer,
+            "counts": self.counts,
+            "rng": self.rng,
+        }
+
+    def usable(self, episode: Episode) -> Episode:
+        """``episode``, or, for a replay episode while memory is empty, its last batch as query."""
+        if episode.replay and not len(self.replay.memory):  # nothing stored yet to replay
+            return Episode(episode.support[:-1], episode.support[-1])
+        return episode
+
+    def memory_support(self) -> list[Batch]:
+        """The meta-test's m memory batches of b examples; counts one meta-test.
+
+        As Holla et al.'s ``evaluate()`` (``cls_oml.py``, ``cls_anml.py``, ``cls_maml.py``):
+        every example drawn uniformly with replacement (`meta_test_slots`).
+        """
+        self.counts.meta_tests += 1
+        m, b = self.support_batches, self.batch_size
+        slots = meta_test_slots(self.rng, len(self.replay.memory), m, b)  # (m, b)
+        return [self.replay.writer.batch(row) for row in slots]
+
+    def report(self) -> dict[str, float]:
+        """Episodes, replay episodes, meta-tests, examples in memory and write rate."""
+        return {
+            **self.replay.writer.report(),
+            "episodes": self.buffer.episodes,
+            "replay_episodes": self.replay.schedule.replays,
+            "meta_tests": self.counts.meta_tests,
+        }

@@ -27,23 +27,21 @@ import contextlib
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-import numpy as np
 import torch
 
 from lifelong.encoders.base import attention_implementation
 from lifelong.inner_loop import Params
-from lifelong.meta_episodes import Episode, EpisodeBuffer, adapt_per_batch, meta_test_slots
+from lifelong.meta_episodes import Episode, MetaReplay, adapt_per_batch
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.replay_schedule import (
     ClipOptions,
     ReplayLossOptions,
     ReplayOptions,
-    SparseReplay,
     WriteOptions,
 )
 from lifelong.runtime import eager_call
-from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
 
@@ -85,28 +83,14 @@ class MAMLER(StrategyHooks):
         self.options = options = options or self.Options()
         self.model = context.model
         self.batch_size = context.batch_size
-        self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
+        self.meta = MetaReplay.build(context, options)
+        self.replay, self.buffer, self.counts, self.rng = self.meta[:4]
         # cls_maml.py: AdamW with weight decay 0, i.e. Adam
         outer = torch.optim.Adam(self.weights().values(), lr=options.outer_lr or context.lr)
         self.trainer = Trainer(
             self.model, context.lr, options.max_grad_norm, optimizer=outer, runtime=context.runtime
         )
-        self.buffer = EpisodeBuffer(
-            options.support_batches,
-            self.replay.schedule.episodes_between_replays(
-                context.batch_size, options.support_batches
-            ),
-            device=context.runtime.device,
-        )
-        self.counts = Counters(meta_tests=0)
-        self.rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches only
-        self.resumable = ResumableParts(
-            trainer=self.trainer,
-            replay=self.replay,
-            episodes=self.buffer,
-            counts=self.counts,
-            rng=self.rng,
-        )
+        self.resumable = ResumableParts(trainer=self.trainer, **self.meta.resumable())
 
     # -- the inner loop ---------------------------------------------------------------------------
     def weights(self) -> Params:
@@ -148,8 +132,7 @@ class MAMLER(StrategyHooks):
 
     def learn(self, episode: Episode) -> dict[str, float]:
         """Inner loop on the support set, one outer Adam step on the query loss, then write."""
-        if episode.replay and not len(self.replay.memory):  # nothing stored yet to replay:
-            episode = Episode(episode.support[:-1], episode.support[-1])  # last batch = query
+        episode = self.meta.usable(episode)
         scale = 1.0
         if episode.replay:  # ⌊r·R_I⌋ memory examples, in chunks of replay_chunk examples
             slots = self.replay.sample()
@@ -215,11 +198,7 @@ class MAMLER(StrategyHooks):
         (``ReplayMemory.read_batch``), with this strategy's own generator, so evaluation leaves
         training's randomness (memory sampling, dropout) alone.
         """
-        m, b = self.options.support_batches, self.batch_size
-        slots = meta_test_slots(self.rng, len(self.replay.memory), m, b)  # (m, b)
-        memory_batches = [self.replay.writer.batch(row) for row in slots]
-        self.counts.meta_tests += 1
-        adapted = self.adapt(params, memory_batches, first_order=True)
+        adapted = self.adapt(params, self.meta.memory_support(), first_order=True)
         return {k: v.detach() for k, v in adapted.items()}
 
     def predict(self, batch: Batch) -> torch.Tensor:
@@ -228,12 +207,7 @@ class MAMLER(StrategyHooks):
 
     def report(self) -> dict[str, float]:
         """Episodes, replay episodes, meta-tests, examples in memory and write rate."""
-        return {
-            **self.replay.writer.report(),
-            "episodes": self.buffer.episodes,
-            "replay_episodes": self.replay.schedule.replays,
-            "meta_tests": self.counts.meta_tests,
-        }
+        return self.meta.report()
 
     state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
     load_state_dict = load_resumable_state_dict

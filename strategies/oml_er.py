@@ -21,24 +21,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-import numpy as np
 import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
 from lifelong.inner_loop import Params
-from lifelong.meta_episodes import Episode, EpisodeBuffer, adapt_head, meta_test_slots
+from lifelong.meta_episodes import Episode, MetaReplay, adapt_head
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.replay_schedule import (
     ClipOptions,
     ReplayLossOptions,
     ReplayOptions,
-    SparseReplay,
     WriteOptions,
 )
 from lifelong.runtime import eager_call
-from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import Example
 from lifelong.training import Trainer, evaluating
@@ -88,29 +86,15 @@ class OMLER(StrategyHooks):
         self.batch_size = context.batch_size
         self.kind_name = context.task.name
         self._evaluation_params: Params | None = None  # this evaluation's meta-test, if one
-        self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
+        self.meta = MetaReplay.build(context, options)
+        self.replay, self.buffer, self.counts, self.rng = self.meta[:4]
         self.net = self._build_net(context)
         trainable = [p for p in self.net.parameters() if p.requires_grad]
         outer = torch.optim.Adam(trainable, lr=options.outer_lr or context.lr)
         self.trainer = Trainer(
             self.net, context.lr, options.max_grad_norm, optimizer=outer, runtime=context.runtime
         )
-        self.buffer = EpisodeBuffer(
-            options.support_batches,
-            self.replay.schedule.episodes_between_replays(
-                context.batch_size, options.support_batches
-            ),
-            device=context.runtime.device,
-        )
-        self.counts = Counters(meta_tests=0)
-        self.rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches
-        self.resumable = ResumableParts(
-            trainer=self.trainer,
-            replay=self.replay,
-            episodes=self.buffer,
-            counts=self.counts,
-            rng=self.rng,
-        )
+        self.resumable = ResumableParts(trainer=self.trainer, **self.meta.resumable())
 
     # -- what ANML-ER changes -----------------------------------------------------------------
     head_prefix: ClassVar[str] = "head."  # where the head's parameters sit in `net`
@@ -151,9 +135,7 @@ class OMLER(StrategyHooks):
 
     def learn(self, episode: Episode) -> dict[str, float]:
         """Inner loop on the support set, one outer Adam step on the query loss, then write."""
-        memory = self.replay.memory
-        if episode.replay and not len(memory):  # nothing stored yet to replay:
-            episode = Episode(episode.support[:-1], episode.support[-1])  # last batch = query
+        episode = self.meta.usable(episode)
         query, scale = episode.query, 1.0
         if episode.replay:  # ⌊r·R_I⌋ memory examples, every one with all its rows
             slots = self.replay.sample()
@@ -206,16 +188,9 @@ class OMLER(StrategyHooks):
         with evaluating(self.net), torch.no_grad():
             return [self.logits(params, b) for b in batches]
 
-    def meta_test_slots(self) -> np.ndarray:
-        """The m memory batches of b slots (`meta_episodes.meta_test_slots`), shape (m, b)."""
-        m, b = self.options.support_batches, self.batch_size
-        return meta_test_slots(self.rng, len(self.replay.memory), m, b)
-
     def meta_test(self) -> Params:
         """The inner loop's weights after one SGD step on each of m random memory batches."""
-        self.counts.meta_tests += 1
-        memory_batches = [self.replay.writer.batch(s) for s in self.meta_test_slots()]
-        return {k: v.detach() for k, v in self.inner_loop(memory_batches).items()}
+        return {k: v.detach() for k, v in self.inner_loop(self.meta.memory_support()).items()}
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """Row scores for one batch (a test set of one batch)."""
@@ -223,12 +198,7 @@ class OMLER(StrategyHooks):
 
     def report(self) -> dict[str, float]:
         """Episodes, replay episodes, meta-tests, examples in memory and write rate."""
-        return {
-            **self.replay.writer.report(),
-            "episodes": self.buffer.episodes,
-            "replay_episodes": self.replay.schedule.replays,
-            "meta_tests": self.counts.meta_tests,
-        }
+        return self.meta.report()
 
     state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
     load_state_dict = load_resumable_state_dict

@@ -1,5 +1,4 @@
 import copy
-import dataclasses
 
 import pytest
 import torch
@@ -170,7 +169,7 @@ def test_meta_test_draws_more_than_memory_holds_with_replacement(task):
     for batch in stream_batches(task, n=4):  # m = 3, R_F = 1: one episode, 3 support + replay
         strategy.observe(batch)
     assert len(strategy.replay.memory) == 12
-    strategy.options = dataclasses.replace(strategy.options, support_batches=8)  # 32 draws
+    strategy.meta = strategy.meta._replace(support_batches=8)  # m = 8 memory batches: 32 draws
     drawn = []
     read = strategy.replay.writer.batch
     strategy.replay.writer.batch = lambda slots: drawn.append(slots) or read(slots)

@@ -192,7 +192,11 @@ def test_meta_test_draws_memory_batches_at_random_with_replacement(name, task):
     for batch in stream_batches(task, n=12):
         strategy.observe(batch)
     size = len(strategy.replay.memory)
-    draws = [strategy.meta_test_slots() for _ in range(20)]
+    drawn, read = [], strategy.replay.writer.batch
+    strategy.replay.writer.batch = lambda slots: drawn.append(slots) or read(slots)
+    for _ in range(20):
+        strategy.meta.memory_support()  # the meta-test's m = 5 memory batches of b = 4
+    draws = [drawn[i : i + 5] for i in range(0, 100, 5)]
     assert all(len(d) == 5 and all(len(s) == 4 for s in d) for d in draws)
     flat = np.concatenate([np.concatenate(d) for d in draws])
     assert set(flat.tolist()) <= set(range(size))
