@@ -93,6 +93,26 @@ class OrderedFields(SourceFields):
     order: str | None = "i"
     tasks: tuple[str, ...] | None = None
 
+    datasets: ClassVar[Collection[str]]  # the family's dataset names
+    orders: ClassVar[Mapping[str, tuple[str, ...]]]  # the family's paper orders
+    family: ClassVar[str]  # prefix of its error messages (e.g. "QA ")
+
+    def task_names(self) -> tuple[str, ...]:
+        """The dataset names in training order (`resolve_order`).
+
+        Raises:
+            UnknownNameError: An unknown dataset or order (named, with the valid ones).
+            ValueError: A dataset listed twice.
+
+        """
+        return resolve_order(
+            self.order, self.tasks, datasets=self.datasets, orders=self.orders, family=self.family
+        )
+
+    def check(self) -> None:
+        """Order and dataset names, without reading any file (`task_names`)."""
+        self.task_names()
+
     @property
     def order_label(self) -> str:
         """``order<name>`` or the dataset names joined by ``-``."""

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -62,7 +62,6 @@ from lifelong.streams.core import (
     UnknownNameError,
     decode_text,
     load_task,
-    resolve_order,
 )
 from lifelong.streams.hf_datasets import HubSource, Split, describe_source, open_split
 
@@ -638,19 +637,6 @@ def load_qa_task(
     )
 
 
-def resolve_qa_tasks(
-    order: str | None = None, tasks: Sequence[str] | None = None
-) -> tuple[str, ...]:
-    """Turn a QA order name or an explicit task list into dataset names.
-
-    Args:
-        order: One of ``"i"``..``"iv"``.
-        tasks: Dataset names in the order to train them (overrides ``order``).
-
-    """
-    return resolve_order(order, tasks, datasets=QA_DATASETS, orders=QA_ORDERS, family="QA ")
-
-
 def qa_stream(
     order: str | None = "i",
     *,
@@ -680,7 +666,7 @@ def qa_stream(
         ValueError: A size exceeds what a file holds (the message names the file).
 
     """
-    names = resolve_qa_tasks(order, tasks)
+    names = QASpec(order=order, tasks=tuple(tasks) if tasks else None).task_names()
     loaded = tuple(
         load_qa_task(
             n,
@@ -711,10 +697,9 @@ class QASpec(OrderedFields):
     name: ClassVar[str] = "qa"
     kind: ClassVar[str] = "qa"
     order_key: ClassVar[str] = "order"
-
-    def check(self) -> None:
-        """Order and dataset names (`resolve_qa_tasks`)."""
-        resolve_qa_tasks(self.order, self.tasks)
+    datasets: ClassVar[Collection[str]] = QA_DATASETS
+    orders: ClassVar[Mapping[str, tuple[str, ...]]] = QA_ORDERS
+    family: ClassVar[str] = "QA "
 
     def build(self, seed: int = 0, embed: Embedder | None = None) -> TaskStream:
         """The stream (``embed`` is unused)."""

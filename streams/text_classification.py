@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -33,7 +33,6 @@ from lifelong.streams.core import (
     TaskStream,
     UnknownNameError,
     decimal,
-    resolve_order,
     sample_examples,
     size_hint,
     text_lines,
@@ -494,17 +493,6 @@ def _draw_train(
     return train, tuple(rows[i] for i in np.sort(drawn[n_train:]))
 
 
-def resolve_tasks(order: str | None = None, tasks: Sequence[str] | None = None) -> tuple[str, ...]:
-    """Turn an order name or an explicit task list into dataset names.
-
-    Args:
-        order: One of ``"i"``..``"iv"``.
-        tasks: Dataset names in the order to train them (overrides ``order``).
-
-    """
-    return resolve_order(order, tasks, datasets=DATASETS, orders=ORDERS, family="")
-
-
 def text_classification_stream(
     order: str | None = "i",
     *,
@@ -537,7 +525,7 @@ def text_classification_stream(
         A `TaskStream` over the merged 33-class label space.
 
     """
-    names = resolve_tasks(order, tasks)
+    names = TextSpec(order=order, tasks=tuple(tasks) if tasks else None).task_names()
     loaded = tuple(
         load_dataset(
             n,
@@ -575,12 +563,11 @@ class TextSpec(OrderedFields):
     name: ClassVar[str] = "text"
     kind: ClassVar[str] = "classification"
     order_key: ClassVar[str] = "order"
+    datasets: ClassVar[Collection[str]] = DATASETS
+    orders: ClassVar[Mapping[str, tuple[str, ...]]] = ORDERS
+    family: ClassVar[str] = ""
 
     preprocess: Preprocessing = "none"
-
-    def check(self) -> None:
-        """Order and dataset names (`resolve_tasks`)."""
-        resolve_tasks(self.order, self.tasks)
 
     def build(self, seed: int = 0, embed: Embedder | None = None) -> TaskStream:
         """The stream; real data defaults to the paper's sizes.

@@ -8,10 +8,10 @@ from lifelong.streams.core import Example
 from lifelong.streams.qa import (
     QA_DATASETS,
     QA_ORDERS,
+    QASpec,
     convert_quac,
     load_squad_file,
     qa_stream,
-    resolve_qa_tasks,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -151,11 +151,11 @@ def test_qa_orders():
     assert QA_ORDERS["ii"] == ("squad", "trivia_wiki", "quac", "trivia_web")
     assert QA_ORDERS["iii"] == ("trivia_web", "trivia_wiki", "squad", "quac")
     assert QA_ORDERS["iv"] == ("trivia_wiki", "quac", "trivia_web", "squad")
-    assert resolve_qa_tasks("iv", ["squad"]) == ("squad",)
+    assert QASpec(order="iv", tasks=("squad",)).task_names() == ("squad",)
     with pytest.raises(UnknownNameError, match="unknown QA dataset newsqa; expected names"):
-        resolve_qa_tasks(tasks=["newsqa"])
+        QASpec(tasks=("newsqa",)).check()
     with pytest.raises(UnknownNameError, match="unknown QA order 'v'"):
-        resolve_qa_tasks("v")
+        QASpec(order="v").check()
 
 
 @pytest.mark.parametrize("order", sorted(QA_ORDERS))

@@ -19,7 +19,6 @@ from lifelong.streams.text_classification import (
     load_dataset,
     merged_label_names,
     read_csv,
-    resolve_tasks,
 )
 
 
@@ -44,8 +43,8 @@ def test_paper_orders():
     assert ORDERS["ii"] == ("dbpedia", "yahoo", "ag_news", "amazon", "yelp")
     assert ORDERS["iii"] == ("yelp", "yahoo", "amazon", "dbpedia", "ag_news")
     assert ORDERS["iv"] == ("ag_news", "yelp", "amazon", "yahoo", "dbpedia")
-    assert resolve_tasks("iii") == ORDERS["iii"]
-    assert resolve_tasks("i", ["ag_news", "yelp"]) == ("ag_news", "yelp")
+    assert TextSpec(order="iii").task_names() == ORDERS["iii"]
+    assert TextSpec(tasks=("ag_news", "yelp")).task_names() == ("ag_news", "yelp")
 
 
 def test_real_layouts_are_read(tmp_path):
@@ -195,9 +194,9 @@ def test_preprocess_option_reaches_the_stream(tmp_path):
 
 def test_unknown_names_are_errors():
     with pytest.raises(UnknownNameError, match="unknown dataset imdb; expected names from ag_news"):
-        resolve_tasks(tasks=["imdb"])
+        TextSpec(tasks=("imdb",)).check()
     with pytest.raises(UnknownNameError, match="unknown order 'v'; expected one of i, ii"):
-        resolve_tasks("v")
+        TextSpec(order="v").check()
     assert "'" not in str(UnknownNameError("x"))  # a ValueError: no KeyError quoting
 
 
