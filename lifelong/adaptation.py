@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -50,7 +50,10 @@ from lifelong.options import (
 )
 from lifelong.runtime import eager_call
 from lifelong.scopes import Head, Lora, Scope, parse_scope
-from lifelong.training import evaluating
+from lifelong.training import TaskTraining, evaluating
+
+if TYPE_CHECKING:
+    from lifelong.strategy import StrategyContext
 
 
 def frozen_prefix(
@@ -495,3 +498,42 @@ def _pad_cached(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tenso
         x[i, : len(row)] = row
         mask[i, : len(row)] = 1
     return x, mask
+
+
+class MemoryAdaptation:
+    """What MbPA and MbPA++ share: train with `TaskTraining`, predict with local adaptation.
+
+    Training is ordinary fine-tuning (EM-in-LLL's optional per-task optimiser and head
+    dropout); every prediction adapts the weights to the test input's K memories in
+    ``writer``'s episodic memory (`LocalAdapter`). Call `weights_changed` after every update,
+    so that the adapter's cached neighbour prefixes are recomputed.
+
+    Args:
+        context: Model, learning rate, runtime and seed.
+        options: The strategy's options (`AdaptationOptions`, `TaskOptimizerOptions`,
+            `HeadDropoutOptions`, ``max_grad_norm``).
+        writer: The episodic writer whose memory the adaptation reads.
+
+    """
+
+    def __init__(self, context: StrategyContext, options: Any, writer: EpisodicWriter) -> None:
+        self.training = TaskTraining(context.model, context.lr, options, context.runtime)
+        self.adapter = LocalAdapter(
+            context.model,
+            writer,
+            options,
+            seed=context.seed,
+            loss_scale=self.training.trainer.inner_loss_scale,
+        )
+
+    def predict(self, batch: Batch) -> torch.Tensor:
+        """The locally adapted row scores; the base weights stay untouched."""
+        return self.adapter.logits(batch)
+
+    def weights_changed(self) -> None:
+        """Forget cached neighbour prefixes (stale once the weights have moved)."""
+        self.adapter.reset_cache()
+
+    def resumable_parts(self) -> dict[str, Any]:
+        """Trainer, schedule counter (if any) and the random retrieval's generator."""
+        return {**self.training.resumable_parts(), "retrieval": self.adapter.rng}

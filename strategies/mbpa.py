@@ -12,13 +12,13 @@ from typing import ClassVar
 
 import torch
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.adaptation import AdaptationOptions, MemoryAdaptation
 from lifelong.model import Batch
 from lifelong.options import option_group
 from lifelong.replay_schedule import ClipOptions, WriteOptions, episodic_writer
 from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions, TaskTraining
+from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions
 
 
 @option_group
@@ -48,20 +48,12 @@ class MbPA(StrategyHooks):
 
     def __init__(self, context: StrategyContext, options: MbPAOptions | None = None) -> None:
         options = options or MbPAOptions()
-        self.training = TaskTraining(context.model, context.lr, options, context.runtime)
-        self.trainer, self.schedule = self.training.trainer, self.training.schedule
         keyed = options.retrieval == "nearest"  # random retrieval never searches
         self.writer = episodic_writer(context, options.write_prob, keyed=keyed)
-        self.adapter = LocalAdapter(
-            context.model,
-            self.writer,
-            options,
-            seed=context.seed,
-            loss_scale=self.trainer.inner_loss_scale,
-        )
-        self.resumable = ResumableParts(
-            **self.training.resumable_parts(), writer=self.writer, retrieval=self.adapter.rng
-        )
+        self.local = MemoryAdaptation(context, options, self.writer)
+        self.training, self.adapter = self.local.training, self.local.adapter
+        self.trainer, self.schedule = self.training.trainer, self.training.schedule
+        self.resumable = ResumableParts(**self.local.resumable_parts(), writer=self.writer)
 
     def on_task_start(self, task: int) -> None:
         """With ``optimizer_per_task``: a fresh optimiser and schedule (EM-in-LLL)."""
@@ -71,12 +63,12 @@ class MbPA(StrategyHooks):
         """One update on the batch, then write it to memory."""
         stats = {"loss": self.training.step(batch)}
         self.writer.write(batch)
-        self.adapter.reset_cache()  # the weights changed: cached neighbour prefixes are stale
+        self.local.weights_changed()
         return stats
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """The locally adapted row scores; the base weights stay untouched."""
-        return self.adapter.logits(batch)
+        return self.local.predict(batch)
 
     def report(self) -> dict[str, float]:
         """Examples in memory and write rate."""

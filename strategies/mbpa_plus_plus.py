@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 import torch
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.adaptation import AdaptationOptions, MemoryAdaptation
 from lifelong.model import Batch
 from lifelong.options import option_group
 from lifelong.replay_schedule import (
@@ -26,7 +26,7 @@ from lifelong.replay_schedule import (
 )
 from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions, TaskTraining
+from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions
 
 
 @option_group
@@ -72,22 +72,12 @@ class MbPAPlusPlus(StrategyHooks):
         self, context: StrategyContext, options: MbPAPlusPlusOptions | None = None
     ) -> None:
         options = options or self.Options()
-        self.training = TaskTraining(context.model, context.lr, options, context.runtime)
+        keyed = options.retrieval == "nearest"  # random retrieval (mbpa++-rand) never searches
+        self.replay = SparseReplay(context, options, options.write_prob, keyed=keyed)
+        self.local = MemoryAdaptation(context, options, self.replay.writer)
+        self.training, self.adapter = self.local.training, self.local.adapter
         self.trainer, self.schedule = self.training.trainer, self.training.schedule
-        self.replay = SparseReplay(
-            context, options, options.write_prob, keyed=options.retrieval == "nearest"
-        )
-        self.adapter = LocalAdapter(
-            context.model,
-            self.replay.writer,
-            options,
-            seed=context.seed,
-            loss_scale=self.trainer.inner_loss_scale,
-        )
-        retrieval = self.adapter.rng  # random retrieval's generator (mbpa++-rand)
-        self.resumable = ResumableParts(
-            **self.training.resumable_parts(), replay=self.replay, retrieval=retrieval
-        )
+        self.resumable = ResumableParts(**self.local.resumable_parts(), replay=self.replay)
 
     def on_task_start(self, task: int) -> None:
         """With ``optimizer_per_task``: a fresh optimiser and schedule (EM-in-LLL)."""
@@ -100,12 +90,12 @@ class MbPAPlusPlus(StrategyHooks):
         for _ in range(self.replay.due(batch)):  # replay_mode and replay_grad_norm apply
             self.training.advance()  # replay updates count in EM-in-LLL's schedule too
             losses["replay_loss"] = self.replay.update(self.trainer)
-        self.adapter.reset_cache()  # the weights changed: cached neighbour prefixes are stale
+        self.local.weights_changed()
         return losses
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """The locally adapted row scores; the base weights stay untouched."""
-        return self.adapter.logits(batch)
+        return self.local.predict(batch)
 
     def report(self) -> dict[str, float]:
         """Examples in memory, write rate and replays."""
