@@ -14,6 +14,7 @@ extra says so in its ``check_available``, which `parse` calls before anything lo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
@@ -135,3 +136,39 @@ def build(name: str, context: StrategyContext, options: Any = None) -> Strategy:
             )
         options = parse_options(options_cls, options or {}, owner=f"strategy {name!r}")
     return cls(context, options)
+
+
+@dataclass(frozen=True)
+class StrategyChoice:
+    """A run's ``strategy:`` section: the strategy's name and options per strategy name.
+
+    Attributes:
+        name: A registered strategy name (`names`).
+        options: Option values per strategy name, e.g. ``{"replay": {"replay_every": 100}}``;
+            only ``name``'s entry is used, but every entry is checked against its strategy.
+
+    """
+
+    name: str = "seq"
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def options_for(self, name: str | None = None) -> dict[str, Any]:
+        """The option values given for ``name`` (default: the chosen strategy)."""
+        return dict(self.options.get(name or self.name, {}))
+
+    def parse(self) -> Any:
+        """The chosen strategy's options, parsed and checked; every other entry is checked too.
+
+        Raises:
+            UnknownStrategyError: An unknown strategy.
+            OptionsError: An unknown option or a value not allowed; for another strategy's
+                entry the message starts ``strategy_options:``.
+
+        """
+        chosen = parse(self.name, self.options_for())
+        for name in sorted(set(self.options) - {self.name}):
+            try:
+                parse(name, self.options_for(name))
+            except (OptionsError, UnknownStrategyError) as err:
+                raise type(err)(f"strategy_options: {err}") from None
+        return chosen

@@ -40,6 +40,8 @@ class StreamSpec(Protocol):
     name: ClassVar[str]
     kind: ClassVar[str]
     order_key: ClassVar[str]
+    data_dir: str | None  # every family's (`SourceFields`)
+    data_source: str
 
     def check(self) -> None:
         """Check names and orders without reading any file (`UnknownNameError`, `ValueError`)."""

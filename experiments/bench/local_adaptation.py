@@ -63,7 +63,9 @@ def train(
     """
     config = RunConfig(encoder="minilm", lr=1e-4, batch_size=16, seed=seed)
     stream = text_classification_stream("i")
-    model, kind = build_model(config, stream)
+    model, kind = build_model(
+        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+    )
     task = on_device(kind, runtime.device)
     context = StrategyContext(
         model.to(runtime.device), task, lr=config.lr, seed=seed, runtime=runtime

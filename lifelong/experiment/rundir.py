@@ -185,8 +185,14 @@ def _read_mapping(path: Path, what: str) -> dict[str, Any]:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    values = _read_mapping(path, "a mapping of config keys")
-    for key, kind in (("stream", str), ("order", str), ("strategy", str), ("seed", int)):
+    """A run's config as flat keys (`lifelong.experiment.config.flatten`: by section or flat)."""
+    from lifelong.experiment.config import ConfigError, flatten
+
+    try:
+        values = flatten(_read_mapping(path, "a mapping of config keys"), where=str(path))
+    except ConfigError as err:
+        raise RunDirError(str(err)) from None
+    for key, kind in (("stream", str), ("strategy", str), ("seed", int)):
         if key not in values:
             raise RunDirError(f"{path}: missing key {key!r}")
         value = values[key]

@@ -9,6 +9,7 @@ the model and the strategy, trains, and writes the results. Each run is a row in
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -53,11 +54,13 @@ from lifelong.streams.registry import build_stream
 if TYPE_CHECKING:
     from torch import nn
 
+    from lifelong.encoders.names import EncoderOptions
     from lifelong.learner import StreamResult
     from lifelong.model import Classifier
     from lifelong.strategy import Strategy
     from lifelong.streams.core import TaskStream
     from lifelong.tasks import TaskKind
+    from lifelong.tasks.settings import TaskSettings
 
 log = logging.getLogger("lifelong")
 
@@ -77,7 +80,7 @@ class RunOutcome:
     run_dir: Path
 
 
-def name_embedder(config: RunConfig) -> Callable[[Sequence[str]], np.ndarray]:
+def name_embedder(encoder: EncoderOptions, seed: int = 0) -> Callable[[Sequence[str]], np.ndarray]:
     """Embeds short texts (FewRel relation names): the encoder's mean token vector, unit norm.
 
     Mean pooling over the tokens then L2 normalisation is all-MiniLM-L6-v2's own sentence
@@ -91,13 +94,13 @@ def name_embedder(config: RunConfig) -> Callable[[Sequence[str]], np.ndarray]:
 
     from lifelong.encoders import load_tokenizer, tokenizer_name
 
-    tokenizer = load_tokenizer(tokenizer_name(config.encoder))
-    encoder = run_encoder(config).eval()
+    tokenizer = load_tokenizer(tokenizer_name(encoder.name))
+    model = run_encoder(encoder, seed).eval()
 
     @torch.no_grad()
     def embed(names: Sequence[str]) -> np.ndarray:
         enc = tokenizer(list(names), padding=True, return_tensors="pt")
-        hidden = encoder(enc["input_ids"], enc["attention_mask"]).hidden  # (n, t, d)
+        hidden = model(enc["input_ids"], enc["attention_mask"]).hidden  # (n, t, d)
         mask = enc["attention_mask"][..., None].to(hidden.dtype)  # (n, t, 1)
         mean = (hidden * mask).sum(1) / mask.sum(1)  # (n, d)
         return torch.nn.functional.normalize(mean, dim=1).float().numpy()
@@ -105,19 +108,18 @@ def name_embedder(config: RunConfig) -> Callable[[Sequence[str]], np.ndarray]:
     return embed
 
 
-def run_encoder(config: RunConfig) -> nn.Module:
-    """The encoder ``config.encoder`` names (memory-augmented ones segment by segment)."""
+def run_encoder(encoder: EncoderOptions, seed: int = 0) -> nn.Module:
+    """The encoder the ``encoder:`` section names (memory-augmented ones segment by segment)."""
     from lifelong.encoders import load_run_encoder
 
     return load_run_encoder(
-        config.encoder,
-        seed=config.seed,
-        segment_length=config.segments,
-        pooling=config.pooling,
+        encoder.name, seed=seed, segment_length=encoder.segments, pooling=encoder.pooling
     )
 
 
-def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, TaskKind]:
+def build_model(
+    encoder: EncoderOptions, settings: TaskSettings, stream: TaskStream, *, seed: int = 0
+) -> tuple[Classifier, TaskKind]:
     """The task kind the stream needs, and encoder + the kind's head trained by its loss.
 
     The kind gives its rows segment ids (QA always, FewRel with ``segment_ids``) only when the
@@ -131,29 +133,31 @@ def build_model(config: RunConfig, stream: TaskStream) -> tuple[Classifier, Task
     from lifelong.model import Classifier
     from lifelong.tasks import build_task
 
-    tokenizer = load_tokenizer(tokenizer_name(config.encoder))
-    encoder = run_encoder(config)
-    model_config = getattr(getattr(encoder, "model", None), "config", None)
+    tokenizer = load_tokenizer(tokenizer_name(encoder.name))
+    model = run_encoder(encoder, seed)
+    model_config = getattr(getattr(model, "model", None), "config", None)
     if model_config is not None:  # a hub model first downloaded now: its limit is known now
-        check_lengths(config, limit_of_config(model_config.to_dict()))
-    settings = config.task_settings(token_types=reads_token_types(encoder))
+        check_lengths(encoder, settings.max_length, limit_of_config(model_config.to_dict()))
+    settings = dataclasses.replace(settings, token_types=reads_token_types(model))
     task = build_task(stream.kind, tokenizer, stream.label_names, settings)
-    return Classifier(encoder, task.head(encoder.hidden_size), task=task), task
+    return Classifier(model, task.head(model.hidden_size), task=task), task
 
 
-def cached_kind(config: RunConfig, task: TaskKind, stream: TaskStream) -> TaskKind:
+def cached_kind(
+    task: TaskKind, settings: TaskSettings, token_cache: str, stream: TaskStream
+) -> TaskKind:
     """``task`` serving every split of ``stream`` from token ids encoded once.
 
-    The splits are read from ``config.token_cache`` where an earlier run on the same data
-    (same kind, settings and tokenizer) wrote them, else tokenised now and written there
+    The splits are read from ``token_cache`` where an earlier run on the same data (same kind,
+    ``settings`` and tokenizer) wrote them, else tokenised now and written there
     (`lifelong.tasks.cache`).
     """
     from lifelong.tasks.cache import TokenCache, kind_identity, resolve_cache_dir
     from lifelong.tasks.prepared import prepare
 
-    settings = config.task_settings(token_types=bool(getattr(task, "token_types", False)))
+    settings = dataclasses.replace(settings, token_types=bool(task.token_types))
     identity = kind_identity(task, task.tokenizer, settings)
-    cache = TokenCache(task, identity, resolve_cache_dir(config.token_cache))
+    cache = TokenCache(task, identity, resolve_cache_dir(token_cache))
     cache.prepare_stream(stream)
     return prepare(task, cache=cache)
 
@@ -190,7 +194,7 @@ def run(
     config = config.replace(run_index=str(index_path))
     run_dir = _new_run_dir(config) if run_dir is None else Path(run_dir)
     with hold(run_dir):  # one writer per run directory (RunLockedError names the holder)
-        text = yaml.safe_dump(config.to_dict(), sort_keys=False)
+        text = yaml.safe_dump(config.to_sections(), sort_keys=False)
         atomic_write_text(run_dir / "config.yaml", text)
         return _execute(_Job(config, run_dir, stream, options, checkpoint=None))
 
@@ -310,29 +314,31 @@ def _train(job: _Job) -> RunOutcome:
     from lifelong.training import seed_everything
 
     config, checkpoint = job.config, job.checkpoint
-    seed_everything(config.seed)
-    embed = lambda names: name_embedder(config)(names)  # noqa: E731 (loads the encoder if called)
-    stream = job.stream or build_stream(config.stream_spec(), seed=config.seed, embed=embed)
+    spec, settings, encoder, choice, training, tracked = config.sections()  # only here: all
+    seed = training.seed
+    seed_everything(seed)
+    embed = lambda names: name_embedder(encoder, seed)(names)  # noqa: E731 (loads it if called)
+    stream = job.stream or build_stream(spec, seed=seed, embed=embed)
     log.info("stream: %s", stream.description or ", ".join(stream.task_names))
-    runtime = runtime_of(config)
+    runtime = runtime_of(training)
     log.info("runtime: %s", runtime.describe())
-    model, task = build_model(config, stream)
+    model, task = build_model(encoder, settings, stream, seed=seed)
     model.to(runtime.device)
-    if config.compile:  # in place: parameter names and checkpoints stay the same
+    if training.compile:  # in place: parameter names and checkpoints stay the same
         compile_module(model.encoder)
         log.info("encoder compiled (torch.compile, dynamic shapes; eager under torch.func)")
-    task = on_device(cached_kind(config, task, stream), runtime.device)
+    task = on_device(cached_kind(task, settings, training.token_cache, stream), runtime.device)
     context = StrategyContext(
         model,
         task,
-        lr=config.lr,
-        batch_size=config.batch_size,
-        seed=config.seed,
+        lr=training.lr,
+        batch_size=training.batch_size,
+        seed=seed,
         runtime=runtime,
-        memory_index=config.memory_index,
+        memory_index=training.memory_index,
     )
-    strategy: Strategy = registry.build(config.strategy, context, job.options)
-    log.info("strategy %s with %s", config.strategy, job.options)
+    strategy: Strategy = registry.build(choice.name, context, job.options)
+    log.info("strategy %s with %s", choice.name, job.options)
     start = None
     if checkpoint is not None:
         strategy.load_state_dict(checkpoint.strategy)
@@ -342,26 +348,26 @@ def _train(job: _Job) -> RunOutcome:
     info = RunInfo(
         job.run_dir,
         config.to_dict(),
-        config.log_group,
-        config.tracking_uri,
-        config.wandb_mode,
-        resumed_at=None if start is None else start.global_step(stream, config.batch_size),
+        tracked.log_group,
+        tracked.tracking_uri,
+        tracked.wandb_mode,
+        resumed_at=None if start is None else start.global_step(stream, training.batch_size),
         evaluations=0 if start is None else start.evaluations,
     )
-    with tracking(config.loggers, info, stream.task_names) as trackers:
+    with tracking(tracked.loggers, info, stream.task_names) as trackers:
         checkpointer = Checkpointer(
             job.run_dir,
-            config.checkpoint_every,
+            training.checkpoint_every,
             seconds_before=0.0 if start is None else start.seconds,
         )
         result = run_stream(
             stream,
             strategy,
             task,
-            batch_size=config.batch_size,
-            eval_batch_size=runtime.eval_batch_size(config.eval_batch_size),
-            seed=config.seed,
-            progress=config.progress,
+            batch_size=training.batch_size,
+            eval_batch_size=runtime.eval_batch_size(training.eval_batch_size),
+            seed=seed,
+            progress=training.progress,
             checkpointer=checkpointer,
             start=start,
             runtime=runtime,
@@ -369,13 +375,13 @@ def _train(job: _Job) -> RunOutcome:
             listener=trackers,
         )
         metrics = run_metrics(result, strategy, checkpointer.elapsed(), stream=stream)
-        if config.compile:
+        if training.compile:
             _log_compilation()
         metrics["runtime"] = {
             "device": runtime.describe().split(",")[0],
             "precision": runtime.precision,
         }
-        write_results(job.run_dir, config.to_dict(), result, metrics)
+        write_results(job.run_dir, config.to_sections(), result, metrics)
         if trackers is not None:
             trackers.finish(metrics, run_artifacts(job.run_dir))
     return RunOutcome(result, metrics, job.run_dir)

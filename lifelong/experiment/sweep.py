@@ -134,7 +134,7 @@ class Sweep:
             raise ConfigError(f"command line: {err}") from None
         if "data_dir" in changes:
             try:  # the directory and the hub, not the tracker
-                check_sources(base.replace(loggers=()))
+                check_sources(base.stream_spec())
             except ConfigError as err:
                 raise ConfigError(f"command line: {err}") from None
         return validate(dataclasses.replace(self, base=base), where="command line")
@@ -220,7 +220,7 @@ def validate(sweep: Sweep, *, where: str = "sweep") -> Sweep:
         except ConfigError as err:
             raise ConfigError(f"{where}: per_strategy {strategy!r}: {err}") from None
     for strategy in sweep.strategies:
-        strategy_options(sweep.base.replace(strategy=strategy))
+        strategy_options(sweep.base.replace(strategy=strategy).sections().strategy)
     return sweep
 
 

@@ -52,7 +52,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import yaml
@@ -72,6 +72,32 @@ IDS_FILE = "trackers.json"
 
 class TrackerError(ValueError):
     """An unknown tracker, or one whose package is not installed (naming the extra)."""
+
+
+@dataclass(frozen=True)
+class TrackingOptions:
+    """A run's ``tracking:`` section: where its results go and which trackers follow it.
+
+    Attributes:
+        output_dir: Where run directories are created.
+        run_index: The SQLite run index; ``None``: ``<output_dir>/index.sqlite``.
+        loggers: Experiment trackers: any of tensorboard, wandb, mlflow, csv.
+        tracking_uri: MLflow's tracking URI; ``None``: ``file:<output_dir>/mlruns``.
+        wandb_mode: W&B's mode; ``offline`` needs no network.
+        log_group: Tracker group (W&B group, MLflow experiment); sweeps: the sweep's name.
+
+    """
+
+    output_dir: str = "runs"
+    run_index: str | None = None
+    loggers: tuple[str, ...] = ()
+    tracking_uri: str | None = None
+    wandb_mode: Literal["offline", "online"] = "offline"
+    log_group: str | None = None
+
+    def check(self) -> None:
+        """The tracker names (`check_loggers`)."""
+        check_loggers(self.loggers)
 
 
 def check_loggers(names: Sequence[str]) -> None:

@@ -62,7 +62,9 @@ def train_and_evaluate(strategy, kind, precision, encoder="tiny", **options):
     if encoder in MEMORY_FAMILIES or encoder.startswith("memoria"):
         config = config.replace(segment_length=16)
     stream = stream_of(kind)
-    model, task = build_model(config, stream)
+    model, task = build_model(
+        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+    )
     runtime = Runtime(torch.device("cpu"), precision)
     task = on_device(task, runtime.device)
     context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0, runtime=runtime)

@@ -24,7 +24,9 @@ def built(strategy, kind, **options):
     name, keys = KINDS[kind]
     config = from_dict({"stream": name, "encoder": "tiny", "max_length": 48, **keys})
     stream = stream_of(kind)
-    model, task = build_model(config, stream)
+    model, task = build_model(
+        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+    )
     task = GpuKind(task)
     context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0)
     return stream, task, registry.build(strategy, context, {**options_for(strategy), **options})

@@ -137,8 +137,14 @@ def test_options_are_checked_before_anything_loads():
 
 def tiny_sample(**changes):
     config = RunConfig(encoder="tiny", train_size=40, test_size=20, lr=1e-3, **changes)
-    stream = build_stream(config.stream_spec(), seed=config.seed, embed=name_embedder(config))
-    model, kind = build_model(config, stream)
+    stream = build_stream(
+        config.stream_spec(),
+        seed=config.seed,
+        embed=name_embedder(config.sections().encoder, config.seed),
+    )
+    model, kind = build_model(
+        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+    )
     return config, stream, model, kind
 
 
@@ -307,7 +313,9 @@ def test_relation_stream_scores_candidates_in_the_merged_space():
 def test_qa_is_refused_with_a_reason():
     config = RunConfig(encoder="tiny", stream="qa", train_size=4, test_size=4, doc_stride=32)
     stream = build_stream(config.stream_spec())
-    _, kind = build_model(config, stream)
+    _, kind = build_model(
+        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+    )
     with pytest.raises(ava.UnsupportedStreamError, match="span"):
         ava.as_benchmark(stream, kind)
 
@@ -321,7 +329,7 @@ def test_checkpoint_round_trip_keeps_the_memory(tmp_path):
     for name, options in cases:
         seed_everything(0)
         config, stream, model, kind = tiny_sample()
-        kind = cached_kind(config, kind, stream)
+        kind = cached_kind(kind, config.task_settings(), config.token_cache, stream)
         context = StrategyContext(model, kind, lr=1e-3, batch_size=8)
         strategy = registry.build(name, context, options)
         strategy.observe(kind(stream.tasks[0].train[:16]))

@@ -58,8 +58,11 @@ def test_run_on_real_format_data_dir(tmp_path, capsys):
     assert list(matrix.index) == ["before", "after ag_news"]
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert set(metrics) >= {"average_accuracy", "bwt", "fwt", "forgetting"}
-    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
-    assert saved["data_dir"] == str(tmp_path / "data") and saved["tasks"] == ["ag_news"]
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())  # by section
+    assert saved["stream"]["name"] == "text"
+    assert saved["stream"]["data_dir"] == str(tmp_path / "data")
+    assert saved["stream"]["tasks"] == ["ag_news"] and "cluster_order" not in saved["stream"]
+    assert saved["training"]["seed"] == 0 and saved["strategy"]["name"] == "seq"
     assert load_yaml(run_dir / "config.yaml").strategy == "seq"  # resolved config reloads
 
 
@@ -144,7 +147,7 @@ def test_demo_config_is_valid():
     from lifelong.experiment.config import DEMO_CONFIG, strategy_options
 
     config = load_yaml(DEMO_CONFIG)
-    strategy_options(config)
+    strategy_options(config.sections().strategy)
     assert config.encoder == "minilm" and config.order == "i" and config.data_dir is None
 
 
@@ -267,7 +270,7 @@ def test_fewrel_softmax_pair_loss_from_the_cli(tmp_path, capsys):
     )
     assert code == 0 and "Accuracy matrix" in capsys.readouterr().out
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    assert yaml.safe_load((run_dir / "config.yaml").read_text())["pair_loss"] == "softmax"
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["task"]["pair_loss"] == "softmax"
 
 
 def test_fewrel_segment_ids_from_a_config_file(tmp_path, capsys):
@@ -280,7 +283,7 @@ def test_fewrel_segment_ids_from_a_config_file(tmp_path, capsys):
     )
     assert code == 0 and "Accuracy matrix" in capsys.readouterr().out
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
-    assert yaml.safe_load((run_dir / "config.yaml").read_text())["segment_ids"] is True
+    assert yaml.safe_load((run_dir / "config.yaml").read_text())["task"]["segment_ids"] is True
 
 
 @pytest.mark.parametrize(
@@ -302,7 +305,9 @@ def test_qa_and_fewrel_rows_get_segment_ids_as_configured(keys, token_types, tok
     config = from_dict({"encoder": "tiny", **sizes} | keys)
     kind = {"qa": "qa", "fewrel": "relation", "text": "classification"}[config.stream]
     stream = SimpleNamespace(kind=kind, label_names=("a", "b"))
-    model, task = build_model(config, stream)
+    model, task = build_model(
+        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+    )
     assert task.token_types is token_types and config.task_settings().segment_ids is (
         keys.get("segment_ids", False)
     )

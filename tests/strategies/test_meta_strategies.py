@@ -433,8 +433,9 @@ def test_on_fewrel_the_meta_test_adapts_once_per_evaluation_as_holla(name):
     for kind in ("relation-binary", "classification"):
         stream_name, keys = KINDS[kind]
         stream = stream_of(kind)
+        config = from_dict({"stream": stream_name, "encoder": "tiny", **keys})
         model, task = build_model(
-            from_dict({"stream": stream_name, "encoder": "tiny", **keys}), stream
+            config.sections().encoder, config.task_settings(), stream, seed=config.seed
         )
         context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0)
         strategy = registry.build(name, context, options_for(name))

@@ -51,7 +51,7 @@ def test_every_memory_encoder_runs_a_classification_stream(encoder, tmp_path, ca
     assert "Accuracy matrix" in out and "forgetting" in out
     frame, run_dir = accuracy(tmp_path)
     assert list(frame.columns) == ["ag_news", "yelp"] and frame.shape == (3, 2)
-    assert f"encoder: {encoder}" in (run_dir / "config.yaml").read_text()
+    assert f"encoder:\n  name: {encoder}" in (run_dir / "config.yaml").read_text()
 
 
 @pytest.mark.parametrize("name", registry.available())
