@@ -384,8 +384,8 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
     if not isinstance(getattr(spec, spec.order_key), int):  # named paper orders, not seeds
         raise ConfigError(
             f"--runs {n} averages numbered task orders (FewRel's cluster orders); it needs "
-            f"--stream fewrel (this run's stream {config.stream!r} has named orders: use "
-            "`lifelong sweep` over them)"
+            f"--stream fewrel (this run's stream is {config.stream!r}, whose orders are named: "
+            "`lifelong sweep` runs them)"
         )
     scores = []
     for order in range(n):
