@@ -104,3 +104,30 @@ def test_an_old_flat_run_config_still_resumes(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(RunConfig(encoder="tiny", lr=1e-4).to_dict()))
     assert load_run_config(path) == RunConfig(encoder="tiny", lr=1e-4)
+
+
+def test_only_the_run_functions_take_the_whole_config():
+    """Issue 31: builders used to take the whole RunConfig (the walk of run:config climbed
+    back up 21 times); each now takes its section, and only run/preflight open the config."""
+    import inspect
+
+    from lifelong.experiment import config as config_module
+    from lifelong.experiment import runs
+
+    builders = [
+        runs.build_model,
+        runs.name_embedder,
+        runs.run_encoder,
+        runs.cached_kind,
+        config_module.runtime_of,
+        config_module.check_lengths,
+        config_module.check_sources,
+        config_module.check_tracking,
+        config_module.check_outputs,
+        config_module.check_memory_index,
+        config_module.strategy_options,
+    ]
+    for builder in builders:
+        annotations = [str(p.annotation) for p in inspect.signature(builder).parameters.values()]
+        assert not any("RunConfig" in a for a in annotations), builder.__name__
+    assert "RunConfig" in str(inspect.signature(runs.run).parameters["config"].annotation)
