@@ -30,7 +30,11 @@ import numpy as np
 import torch
 
 from lifelong.encoders.layers import ModuleConfig
-from lifelong.encoders.transformer_xl import Relative, TransformerXL, sinusoidal_embedding
+from lifelong.encoders.transformer_xl import (
+    RelativePositions,
+    TransformerXL,
+    sinusoidal_embedding,
+)
 
 SENTENCE_ENDS = (".", "!", "?")
 """Characters (or tokens) that end a sentence."""
@@ -141,7 +145,7 @@ class Segatron(TransformerXL):
 
     def _positions(
         self, key_valid: torch.Tensor, t: int, structure: Any = None
-    ) -> tuple[Relative, Relative, torch.Tensor]:
+    ) -> RelativePositions:
         _, token_index, mask = super()._positions(key_valid, t)
         s, d = key_valid.shape[1], self.config.d_model
         span = self._distance_range(t, s, key_valid.device)  # (n_rel,)
@@ -158,7 +162,7 @@ class Segatron(TransformerXL):
             level = keys[..., block - 1]  # (b, s): 1 = sentence, 2 = paragraph counters
             distance = (level[:, -t:, None] - level[:, None, :]).long()  # (b, t, s)
             indices.append((distance - span[0]).clamp(min=0, max=span.numel() - 1))
-        return tuple(tables), tuple(indices), mask
+        return RelativePositions(tuple(tables), tuple(indices), mask)
 
     def _update_memory(
         self,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -47,6 +47,25 @@ from lifelong.encoders.segments import SegmentEncoder, mean_pool
 COMPRESSIONS = ("conv", "mean", "max")
 Relative = torch.Tensor | tuple[torch.Tensor, ...]
 """Relative-position tables (or their per-pair indices): one, or one per kind of distance."""
+
+
+class RelativePositions(NamedTuple):
+    """Where a segment's queries stand relative to ``[context; segment]``: what every layer reads.
+
+    Attributes:
+        tables: Sinusoidal embeddings of every distance in range (n_rel, d); or one such table
+            per kind of distance (Segatron's token, sentence and paragraph distances, each in
+            its own block of the width), whose terms add up.
+        index: (b, t, p + t) row of ``tables`` for each (query, key) pair (one per table).
+        mask: Boolean (b, 1, t, p + t), True = may attend.
+
+    """
+
+    tables: Relative
+    index: Relative
+    mask: torch.Tensor
+
+
 RECURRENCES = ("previous-layer", "same-layer")
 
 
@@ -166,28 +185,20 @@ class RelativeAttention(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(
-        self,
-        x: torch.Tensor,
-        context: torch.Tensor,
-        relative: Relative,
-        index: Relative,
-        mask: torch.Tensor,
+        self, x: torch.Tensor, context: torch.Tensor, positions: RelativePositions
     ) -> torch.Tensor:
         """Attend from the segment to ``[context; segment]``.
 
         Args:
             x: Segment vectors (b, t, d).
             context: Memory vectors before the segment (b, p, d).
-            relative: Sinusoidal embeddings of every distance in range (n_rel, d); or one such
-                table per kind of distance (Segatron's token, sentence and paragraph
-                distances, each in its own block of the width), whose terms add up.
-            index: (b, t, p + t) row of ``relative`` for each (query, key) pair (one per table).
-            mask: Boolean (b, 1, t, p + t), True = may attend.
+            positions: The relative-position tables, their index per pair and the mask.
 
         Returns:
             The projected output (b, t, d).
 
         """
+        relative, index, mask = positions
         b, t, _ = x.shape
         s = context.shape[1] + t
         source = torch.cat([context, x], dim=1)  # (b, s, d)
@@ -252,15 +263,10 @@ class RelativeLayer(nn.Module):
         self.norm2 = nn.LayerNorm(config.d_model)
 
     def forward(
-        self,
-        x: torch.Tensor,
-        context: torch.Tensor,
-        relative: Relative,
-        index: Relative,
-        mask: torch.Tensor,
+        self, x: torch.Tensor, context: torch.Tensor, positions: RelativePositions
     ) -> torch.Tensor:
         """(b, t, d) segment with (b, p, d) context -> (b, t, d); see `RelativeAttention`."""
-        x = self.norm1(x + self.attention(x, context, relative, index, mask))
+        x = self.norm1(x + self.attention(x, context, positions))
         return self.norm2(x + self.ffn(x))
 
 
@@ -381,10 +387,10 @@ class TransformerXL(SegmentEncoder):
         contexts, context_mask = self._contexts(memory)  # [(b, p, d)], (b, p)
         key_valid = torch.cat([context_mask, valid], dim=1)  # (b, s)
         structure = self._structure(input_ids, valid, memory)
-        relative, index, mask = self._positions(key_valid, t, structure)
+        positions = self._positions(key_valid, t, structure)
         states = [x]  # layer inputs, then the last layer's output
         for layer, context in zip(self.layers, contexts):
-            x = layer(x, context, relative, index, mask)  # (b, t, d)
+            x = layer(x, context, positions)  # (b, t, d)
             states.append(x)
         hidden = x * valid[:, :, None].to(x.dtype)  # (b, t, d)
         cached = states[1:] if self.recurrence == "same-layer" else states[:-1]  # one per layer
@@ -407,7 +413,7 @@ class TransformerXL(SegmentEncoder):
 
     def _positions(
         self, key_valid: torch.Tensor, t: int, structure: Any = None
-    ) -> tuple[Relative, Relative, torch.Tensor]:
+    ) -> RelativePositions:
         """Relative embeddings (n_rel, d), their index per pair (b, t, s) and the mask."""
         s = key_valid.shape[1]
         distances = relative_distances(key_valid, t)  # (b, t, s)
@@ -419,7 +425,8 @@ class TransformerXL(SegmentEncoder):
             mask = mask & causal_mask(t, s, key_valid.device)[None, None]  # (b, 1, t, s)
         if self.same_length:
             mask = mask & (distances <= self.context_length)[:, None]  # (b, 1, t, s)
-        return relative.to(self.embed.words.weight.dtype), index, mask.expand(-1, 1, t, s)
+        dtype = self.embed.words.weight.dtype
+        return RelativePositions(relative.to(dtype), index, mask.expand(-1, 1, t, s))
 
     def _push(
         self,

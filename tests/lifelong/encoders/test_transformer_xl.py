@@ -71,9 +71,9 @@ def test_relative_attention_matches_pairwise_definition(causal):
     torch.manual_seed(0)
     model = TransformerXL(config(causal=causal), memory_length=3)
     x, context = torch.randn(2, 4, 16), torch.randn(2, 3, 16)
-    relative, index, mask = model._positions(torch.ones(2, 7, dtype=torch.bool), t=4)
+    positions = model._positions(torch.ones(2, 7, dtype=torch.bool), t=4)
     attention = model.layers[0].attention
-    fast = attention(x, context, relative, index, mask)
+    fast = attention(x, context, positions)
     slow = naive_relative_attention(attention, x, context, causal)
     diff = (fast - slow).abs().max().item()
     assert diff < 1e-5, diff
