@@ -8,8 +8,7 @@ Names load lazily: ``lifelong.encoders.base`` (the interface) imports no transfo
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from lifelong._lazy import lazy_attributes
 
 _API = {
     "Encoder": "lifelong.encoders.base",
@@ -38,7 +37,4 @@ _API = {
 __all__ = sorted(_API)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _API:
-        return getattr(importlib.import_module(_API[name]), name)
-    raise AttributeError(f"module 'lifelong.encoders' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _API)

@@ -8,8 +8,7 @@ over the episodic memory, and `lifelong.lm.bench` is ``lifelong lm``. Names load
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from lifelong._lazy import lazy_attributes
 
 _SORTING = (
     "IGNORE", "PAD", "SEP", "VOCAB_SIZE", "SortingBatch", "SortingGenerator", "SortingLM",
@@ -31,7 +30,4 @@ _API = {
 __all__ = sorted(_API)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _API:
-        return getattr(importlib.import_module(_API[name]), name)
-    raise AttributeError(f"module 'lifelong.lm' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _API)
