@@ -310,6 +310,10 @@ _RENAMED = {
 """Section fields whose flat key differs from the field's name."""
 
 
+_FLAT_NAMES = frozenset({"stream", "encoder", "strategy"})
+"""Section names that are also old flat keys (the name of the stream, encoder, strategy)."""
+
+
 @functools.cache
 def section_keys() -> dict[str, dict[str, str]]:
     """Section -> {its field: the flat `RunConfig` key}, from the owners' classes.
@@ -377,9 +381,6 @@ def flatten(values: Mapping[str, Any], where: str = "config") -> dict[str, Any]:
             put(key, value, key)
     return out
 
-
-_FLAT_NAMES = frozenset({"stream", "encoder", "strategy"})
-"""Section names that are also old flat keys (the name of the stream, encoder, strategy)."""
 
 
 def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
