@@ -382,7 +382,6 @@ def flatten(values: Mapping[str, Any], where: str = "config") -> dict[str, Any]:
     return out
 
 
-
 def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
     """Build a `RunConfig` from a mapping, converting and checking every value.
 
