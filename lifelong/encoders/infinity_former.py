@@ -472,7 +472,9 @@ class InfinityLayer(nn.Module):
                     signal.widths,
                     sample_positions=positions,
                 )  # (g, N, d)
-            out = out.index_copy(0, rows, fitted)
+            # under CUDA autocast the fit's matmul is low precision while the LTM's
+            # coefficients stay fp32, and CUDA's index_copy does not promote (CPU autocast's does)
+            out = out.index_copy(0, rows, fitted.to(out.dtype))
         return out
 
     def forward(

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from lifelong import registry
+from lifelong.encoders import load_run_encoder
 from lifelong.encoders.names import MEMORY_FAMILIES
 from lifelong.experiment.config import from_dict
 from lifelong.experiment.runs import build_model
@@ -130,3 +131,21 @@ def test_bf16_runs_complete_under_cudas_rules(flags, tmp_path, cuda_rules, capsy
     args = ["run", "--encoder", "tiny", "--precision", "bf16", "--device", "cpu"]
     args += ["--no-progress", "--output-dir", str(tmp_path), "--batch-size", "4"]
     assert main([*args, *flags]) == 0, capsys.readouterr().err[-2000:]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("encoder", [*MEMORY_FAMILIES, "memoria-tiny"])
+def test_memory_encoders_carry_memory_across_segments(encoder, precision, cuda_rules):
+    """`test_memory_augmented_encoders_train_on_cuda_in_bf16` on the CPU: three segments.
+
+    The later segments read and write memory written under autocast; the ∞-former's LTM update
+    failed here only on an H100 before the emulation used CUDA's full table.
+    """
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    encoder_module = load_run_encoder(encoder, seed=0, segment_length=16).train()
+    ids = torch.randint(5, 1000, (2, 40), generator=torch.Generator().manual_seed(0))  # (b, t)
+    with torch.autocast(device_type="cpu", dtype=dtype):
+        out = encoder_module(ids, torch.ones_like(ids))
+        out.pooled.float().sum().backward()
+    assert torch.isfinite(out.pooled).all()
+    assert any(p.grad is not None for p in encoder_module.parameters())
