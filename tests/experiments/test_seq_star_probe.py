@@ -1,0 +1,76 @@
+"""The SEQ* probe's classifier replays: class means and SEQ*'s head on frozen features."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+SCRIPTS = Path(__file__).parents[2] / "experiments" / "text_classification"
+RECIPES = [
+    "SEQ* as run (scale 16, batch 16, 1 pass)",
+    "as run, no P (seen classes only in the loss)",
+    "as run, 5 epochs",
+]
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    sys.modules.pop("seq_star_probe", None)
+    import seq_star_probe
+
+    return seq_star_probe
+
+
+def clustered(probe, tasks=3, classes=2, d=16, n=40):
+    """Each class a tight cluster around its own axis; task t holds classes 2t, 2t + 1."""
+    g = torch.Generator().manual_seed(0)
+
+    def split(t):
+        y = torch.arange(classes).repeat_interleave(n) + classes * t  # (n·classes,)
+        x = torch.eye(d)[y] + 0.05 * torch.randn(len(y), d, generator=g)  # (n·classes, d)
+        return x, y
+
+    names = [f"task{t}" for t in range(tasks)]
+    train = [split(t) for t in range(tasks)]
+    test = [split(t) for t in range(tasks)]
+    return probe.Features(names, train, test, labels=tasks * classes)
+
+
+def test_class_means_separate_clusters_and_score_only_seen_classes(probe):
+    rows = probe.class_means(clustered(probe))
+    assert rows[0] == [100.0, 0.0, 0.0]  # the unseen tasks' classes are out of the argmax
+    assert rows[-1] == [100.0, 100.0, 100.0]
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_the_head_learns_each_task_when_it_is_trained(probe, name):
+    features = clustered(probe, n=200)
+    recipe = probe.RECIPES[name]._replace(lr=0.05, epochs=3)  # the loop, not the rate
+    rows = probe.seq_star_head(features, recipe, seed=0)
+    assert min(rows[t][t] for t in range(3)) >= 90.0
+    assert all(r[t] == 0.0 for t, r in enumerate(rows[:-1], start=1))  # nothing seen yet
+
+
+@pytest.mark.parametrize("freeze_old", [True, False])
+def test_fix_c_puts_back_the_rows_of_earlier_classes_only(probe, freeze_old):
+    features = clustered(probe, n=20)
+    weight = torch.nn.Parameter(torch.randn(6, 16, generator=torch.Generator().manual_seed(1)))
+    optimizer = torch.optim.AdamW([weight], lr=0.05, weight_decay=0.01)
+    recipe = probe.Recipe(freeze_old=freeze_old)
+    generator = torch.Generator().manual_seed(0)
+    probe.fit_task(weight, optimizer, features.train[0], recipe, {0, 1}, generator)
+    before = weight.detach().clone()
+    probe.fit_task(weight, optimizer, features.train[1], recipe, {0, 1, 2, 3}, generator)
+    moved = (weight.detach() != before).any(dim=1).tolist()  # per class row
+    assert moved[2:] == [True] * 4  # this task's rows and the future ones (P) train
+    assert moved[:2] == [not freeze_old] * 2  # the earlier task's rows: frozen under FixC
+
+
+def test_table_has_class_means_then_every_recipe_with_seed_means(probe):
+    lines = probe.table(clustered(probe, n=10), "i", seeds=[0, 1])
+    assert len(lines) == 1 + len(probe.RECIPES)
+    assert lines[0].startswith("| i | nearest class mean (no training dynamics) | 100.0 |")
+    average, last, diag = probe.describe([[[10.0, 0.0], [20.0, 40.0]], [[30.0, 0.0], [40.0, 60.0]]])
+    assert (average, last, diag) == (40.0, [30.0, 50.0], [20.0, 50.0])
