@@ -281,19 +281,33 @@ def main(argv: list[str] | None = None) -> None:
             compile_module(model.encoder)
         return model
 
+    # each phase says how long it took as a whole (model builds and plain loops included), so a
+    # run stopped by a time limit shows where the time went (the first H100 run stopped after
+    # three strategies with no clue why)
     costs = {}
     for name in args.strategies.split(","):
+        start = time.perf_counter()
         costs[name] = strategy_cost(
             name, make_ours, make_model, task, data, runtime, warmup, args.seed
         )
-        print(f"  {name}: {costs[name][0]:.3g} s/ex (plain loop {costs[name][1]:.3g})", flush=True)
+        print(
+            f"  {name}: {costs[name][0]:.3g} s/ex (plain loop {costs[name][1]:.3g}); "
+            f"phase {time.perf_counter() - start:.0f} s",
+            flush=True,
+        )
+    start = time.perf_counter()
     evaluation = eval_cost(make_ours, make_model, data, runtime)
+    print(f"  evaluation: phase {time.perf_counter() - start:.0f} s", flush=True)
+    start = time.perf_counter()
     memory = memory_costs(args.keys, 768, runtime)
+    print(f"  memory, {args.keys:,} keys: phase {time.perf_counter() - start:.0f} s", flush=True)
     test = data[-1].examples_at(range(adapt_examples))
     scopes = args.scopes.split(",")
+    start = time.perf_counter()
     adapt = adaptation_costs(
         make_ours, task, data, test, runtime, scopes, args.seed, args.adapt_steps
     )
+    print(f"  local adaptation: phase {time.perf_counter() - start:.0f} s", flush=True)
 
     print(f"\nPer example on {runtime.describe()} (bert-{args.size} config, random weights):")
     print(f"{'phase':<24}{'s/example':>11}{'ex/s':>9}{'plain/ours':>12}")
