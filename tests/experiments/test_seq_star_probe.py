@@ -74,3 +74,15 @@ def test_table_has_class_means_then_every_recipe_with_seed_means(probe):
     assert lines[0].startswith("| i | nearest class mean (no training dynamics) | 100.0 |")
     average, last, diag = probe.describe([[[10.0, 0.0], [20.0, 40.0]], [[30.0, 0.0], [40.0, 60.0]]])
     assert (average, last, diag) == (40.0, [30.0, 50.0], [20.0, 50.0])
+
+
+def test_regroup_keeps_the_rows_and_moves_only_task_boundaries(probe):
+    features = clustered(probe, tasks=3, n=5)
+    kept = probe.regroup(features, ["task0", "task2"], 0, None)
+    assert kept.tasks == ["task0", "task2"] and kept.train[1][1].tolist() == [4] * 5 + [5] * 5
+    shuffled = probe.regroup(features, ["task0", "task2"], 2, seed=0)
+    classes = [sorted(set(y.tolist())) for _, y in shuffled.train]
+    assert sorted(c for group in classes for c in group) == [0, 1, 4, 5]
+    assert [len(group) for group in classes] == [2, 2]
+    rows = sorted(v for x, _ in shuffled.test for v in x.sum(1).tolist())
+    assert rows == sorted(v for i in (0, 2) for v in features.test[i][0].sum(1).tolist())
