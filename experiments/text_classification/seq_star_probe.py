@@ -158,7 +158,8 @@ def fit_task(
 
     With ``recipe.freeze_old`` the rows of classes seen before this task and not in it are put
     back after every step (AdamW's momentum and weight decay move rows with no gradient), as
-    `SeqStar` does.
+    `SeqStar` does: on the same features, initial rows and batches, the two give the same rows
+    (`tests/experiments/test_seq_star_probe.py`), so the probe measures the strategy's own update.
     """
     x, y = data
     old = sorted(seen - set(y.tolist()))

@@ -86,3 +86,53 @@ def test_regroup_keeps_the_rows_and_moves_only_task_boundaries(probe):
     assert [len(group) for group in classes] == [2, 2]
     rows = sorted(v for x, _ in shuffled.test for v in x.sum(1).tolist())
     assert rows == sorted(v for i in (0, 2) for v in features.test[i][0].sum(1).tolist())
+
+
+class FeatureLookup(torch.nn.Module):
+    """A frozen 'encoder' whose input ids are row numbers of a feature table."""
+
+    def __init__(self, table: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("table", table)
+
+    def forward(self, input_ids, attention_mask):
+        from lifelong.encoders.base import EncoderOutput
+
+        pooled = self.table[input_ids[:, 0]]  # (b, d)
+        return EncoderOutput(hidden=pooled[:, None], pooled=pooled)
+
+
+def test_the_probes_classifier_phase_is_seq_stars(probe):
+    """`fit_task` trains the rows exactly as `SeqStar.observe` does on the same features."""
+    from types import SimpleNamespace
+
+    from lifelong.heads import ClassificationHead
+    from lifelong.model import Batch, Classifier
+    from lifelong.strategy import StrategyContext
+    from lifelong.strategies.seq_star import SeqStar, SeqStarOptions
+
+    features = clustered(probe, n=12)
+    table = torch.cat([x for x, _ in features.train])  # (rows, d)
+    d, labels = table.shape[1], features.labels
+    model = Classifier(FeatureLookup(table), ClassificationHead(d, labels))
+    context = StrategyContext(model, SimpleNamespace(name="classification"), batch_size=8)
+    strategy = SeqStar(context, SeqStarOptions(warmup_fraction=0.01))
+    start = torch.randn(labels, d, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        strategy.model.head.weight.copy_(start)
+    weight = torch.nn.Parameter(start.clone())
+    optimizer = torch.optim.AdamW([weight], lr=1e-3, weight_decay=0.01)
+    recipe = probe.Recipe(batch_size=8)
+    ours, theirs = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    seen, offset = set(), 0
+    for task, (x, y) in enumerate(features.train):
+        seen |= set(y.tolist())
+        probe.fit_task(weight, optimizer, (x, y), recipe, seen, ours)
+        strategy.on_task_start(task)
+        order = torch.randperm(len(y), generator=theirs)
+        for first in range(0, len(y), 8):
+            rows = order[first : first + 8]
+            ids = (rows + offset)[:, None]  # (b, 1): row numbers into the table
+            strategy.observe(Batch(ids, torch.ones_like(ids), y[rows]))
+        offset += len(y)
+    assert torch.allclose(strategy.model.head.weight, weight, atol=1e-5)
