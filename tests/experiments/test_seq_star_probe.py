@@ -108,8 +108,8 @@ def test_the_probes_classifier_phase_is_seq_stars(probe):
 
     from lifelong.heads import ClassificationHead
     from lifelong.model import Batch, Classifier
-    from lifelong.strategy import StrategyContext
     from lifelong.strategies.seq_star import SeqStar, SeqStarOptions
+    from lifelong.strategy import StrategyContext
 
     features = clustered(probe, n=12)
     table = torch.cat([x for x, _ in features.train])  # (rows, d)
