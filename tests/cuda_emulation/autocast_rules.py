@@ -415,7 +415,7 @@ _lock = threading.Lock()
 
 @contextlib.contextmanager
 def cuda_autocast_rules(
-    *, ban_binary_cross_entropy: bool = True, full_table: bool = False
+    *, ban_binary_cross_entropy: bool = True, full_table: bool = True
 ) -> Iterator[None]:
     """Within the block, CPU autocast applies CUDA autocast's float32 rules.
 
@@ -435,12 +435,13 @@ def cuda_autocast_rules(
     * :data:`CUDA_BANNED` - ``binary_cross_entropy`` raises, as on CUDA
       (disable with ``ban_binary_cross_entropy=False``).
 
-    The lower-precision list (matmul, linear, conv, ...) keeps CPU autocast's
-    rules unless ``full_table=True``, which additionally applies CUDA's
+    With ``full_table=True`` (the default) it also applies CUDA's
     lower-precision list (adds e.g. ``mv``, ``addmv``, ``einsum``, RNN cells)
-    and turns every CPU-only autocast rule (fft/linalg fp32 casts, cat/stack
-    promotion, ...) into a fallthrough, so the ``AutocastCPU`` table equals
-    CUDA's table.
+    and turns every CPU-only autocast rule (fft/linalg fp32 casts, cat/stack/
+    index_copy promotion, ...) into a fallthrough, so the ``AutocastCPU`` table
+    equals CUDA's table. ``full_table=False`` keeps CPU autocast's own rules
+    beside CUDA's fp32 ones; it hid the ∞-former's fp32 ``index_copy`` of a
+    bf16 fit, which failed on an H100 (2026-11-26).
 
     Kernels are removed on exit (also on exceptions) and the previously
     registered kernels become active again.  Blocks may be nested: per op

@@ -20,11 +20,6 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def cuda_rules():
-    """CPU autocast follows CUDA autocast's op lists for the test (`cuda_autocast_rules`).
-
-    The full table: CPU autocast's own extra rules (``index_copy``, ``cat`` and ``stack``
-    promotion, fp32 linear algebra) fall through as on CUDA. Without it the ∞-former's
-    fp32-LTM ``index_copy`` of a bf16 fit passed here and failed on an H100 (2026-11-26).
-    """
-    with cuda_autocast_rules(full_table=True):
+    """CPU autocast follows CUDA autocast's whole op table for the test (`cuda_autocast_rules`)."""
+    with cuda_autocast_rules():
         yield

@@ -149,3 +149,12 @@ def test_memory_encoders_carry_memory_across_segments(encoder, precision, cuda_r
         out.pooled.float().sum().backward()
     assert torch.isfinite(out.pooled).all()
     assert any(p.grad is not None for p in encoder_module.parameters())
+
+
+def test_index_copy_does_not_promote_under_cudas_rules(cuda_rules):
+    """CPU autocast promotes ``index_copy``'s inputs; CUDA autocast does not, and raises."""
+    target, rows = torch.zeros(3, 4), torch.tensor([0])  # fp32
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        source = torch.ones(1, 4) @ torch.eye(4)  # matmul: bf16 under autocast
+        with pytest.raises(RuntimeError, match="same dtype"):
+            target.index_copy(0, rows, source)
