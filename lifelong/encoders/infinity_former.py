@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least, check_positive
 from lifelong.encoders.layers import (
     FeedForward,
     ModuleConfig,
@@ -777,22 +778,12 @@ def _check_arguments(
     sigma0: float,
     max_distance: int,
 ) -> None:
-    if short_term_length < 0:
-        raise ValueError(f"short_term_length must be >= 0, got {short_term_length}")
-    if ridge <= 0:
-        raise ValueError(f"ridge must be positive, got {ridge}")
+    check_at_least(1, samples=samples, bins=bins)
+    check_at_least(0, short_term_length=short_term_length, kl_weight=kl_weight)
+    check_at_least(0, max_distance=max_distance)
+    check_positive(ridge=ridge, sigma0=sigma0)
     if not 0.0 < tau < 1.0:
         raise ValueError(f"tau must lie in (0, 1), got {tau}")
-    if samples < 1:
-        raise ValueError(f"samples must be positive, got {samples}")
-    if bins < 1:
-        raise ValueError(f"bins must be positive, got {bins}")
-    if kl_weight < 0:
-        raise ValueError(f"kl_weight must be >= 0, got {kl_weight}")
-    if sigma0 <= 0:
-        raise ValueError(f"sigma0 must be positive, got {sigma0}")
-    if max_distance < 0:
-        raise ValueError(f"max_distance must be >= 0, got {max_distance}")
 
 
 __all__ = [

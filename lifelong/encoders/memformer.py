@@ -226,10 +226,7 @@ class Memformer(SegmentEncoder):
     ) -> EncoderOutput:
         """Encode a segment (b, t) reading M_{t-1}; returns H_t, its masked mean and M_t.
 
-        Args:
-            input_ids: Token ids (b, t).
-            attention_mask: (b, t), 1 = real token.
-            memory: M_{t-1} (b, k, d), or None to start from m_0.
+        ``memory`` is M_{t-1} (b, k, d), or None to start from m_0.
 
         Raises:
             ValueError: If ``memory`` is not a (b, slots, d_model) tensor.

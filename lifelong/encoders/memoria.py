@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_segment_inputs
 from lifelong.encoders.hf import HFEncoder
 from lifelong.encoders.layers import (
     FeedForward,
@@ -727,7 +728,7 @@ class Memoria(SegmentEncoder):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
     ) -> EncoderOutput:
         """Encode a segment (b, t) given the per-row memories (None: a new document)."""
-        _check_inputs(input_ids, attention_mask)
+        check_segment_inputs(input_ids, attention_mask)
         rows = attention_mask.bool().any(dim=1)  # (b,) rows that are memorised
         memory = self.core.prepare(memory, rows, self.embed.words.weight)
         x = self.embed(input_ids)  # (b, t, d)
@@ -795,16 +796,6 @@ def _previous_states(
             states[i, : c.shape[0]] = c
             mask[i, : c.shape[0]] = 1
     return states, mask
-
-
-def _check_inputs(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> None:
-    if input_ids.dim() != 2:
-        raise ValueError(f"input_ids must be (batch, tokens), got shape {tuple(input_ids.shape)}")
-    if attention_mask.shape != input_ids.shape:
-        raise ValueError(
-            f"attention_mask must match input_ids {tuple(input_ids.shape)}, "
-            f"got {tuple(attention_mask.shape)}"
-        )
 
 
 # -- BERT with Memoria ---------------------------------------------------------------------------
@@ -892,7 +883,7 @@ class MemoriaBert(SegmentEncoder):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
     ) -> EncoderOutput:
         """Encode a segment (b, t) given the per-row memories (None: a new document)."""
-        _check_inputs(input_ids, attention_mask)
+        check_segment_inputs(input_ids, attention_mask)
         rows = attention_mask.bool().any(dim=1)  # (b,) rows that are memorised
         memory = self.core.prepare(memory, rows, self.core.abstractor.queries)
         x = self.encoder.run_stages(input_ids, attention_mask, 0, self.memory_layer + 2)

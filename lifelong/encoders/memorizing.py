@@ -37,6 +37,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least, check_positive, check_segment_inputs
 from lifelong.encoders.layers import (
     FeedForward,
     ModuleConfig,
@@ -451,12 +452,8 @@ class MemorizingTransformer(SegmentEncoder):
         initial_gate: float = 0.0,
     ) -> None:
         super().__init__(config)
-        if memory_size < 1:
-            raise ValueError(f"memory_size must be a positive number of pairs, got {memory_size}")
-        if k < 1:
-            raise ValueError(f"k must be a positive number of neighbours, got {k}")
-        if initial_scale <= 0:
-            raise ValueError(f"initial_scale must be positive, got {initial_scale}")
+        check_at_least(1, memory_size=memory_size, k=k)
+        check_positive(initial_scale=initial_scale)
         memory_layer = max(config.layers - 2, 0) if memory_layer is None else memory_layer
         if not 0 <= memory_layer < config.layers:
             raise ValueError(f"memory_layer must be in [0, {config.layers}), got {memory_layer}")
@@ -484,11 +481,8 @@ class MemorizingTransformer(SegmentEncoder):
     ) -> EncoderOutput:
         """Encode a segment (b, t) reading and then extending the memory.
 
-        Args:
-            input_ids: Token ids (b, t).
-            attention_mask: (b, t), 1 = real token.
-            memory: A `KNNMemory` of ``b`` rows from the previous segment, or None to start new
-                documents.
+        ``memory`` is a `KNNMemory` of ``b`` rows from the previous segment, or None to start new
+        documents.
 
         Returns:
             ``EncoderOutput(hidden (b, t, d), pooled (b, d), memory)`` with the new memory.
@@ -497,11 +491,7 @@ class MemorizingTransformer(SegmentEncoder):
             ValueError: If the shapes disagree or ``memory`` is not a `KNNMemory` of ``b`` rows.
 
         """
-        if input_ids.shape != attention_mask.shape or input_ids.dim() != 2:
-            raise ValueError(
-                "input_ids and attention_mask must both be (b, t), got "
-                f"{tuple(input_ids.shape)} and {tuple(attention_mask.shape)}"
-            )
+        check_segment_inputs(input_ids, attention_mask)
         b = input_ids.shape[0]
         if memory is None:
             memory = self.initial_memory(b, input_ids.device)

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least
 from lifelong.encoders.layers import ModuleConfig, TokenEmbedding, TransformerLayer, segment_mask
 
 
@@ -59,9 +60,10 @@ class SegmentEncoder(nn.Module):
     """Base class of the memory-augmented encoders: encodes one segment given a memory.
 
     Subclasses implement `forward(input_ids, attention_mask, *, memory=None)` returning
-    `EncoderOutput(hidden (b, t, d), pooled (b, d), memory)`; ``memory=None`` means "start a new
-    document". They override `merge_memory` when their memory is not a (nest of) batch-first
-    tensors.
+    `EncoderOutput(hidden (b, t, d), pooled (b, d), memory)`: ``input_ids`` are token ids (b, t),
+    ``attention_mask`` (b, t) is 1 at real tokens, and ``memory=None`` means "start a new
+    document"; their docstrings describe only their memory. They override `merge_memory` when
+    their memory is not a (nest of) batch-first tensors.
 
     Attributes:
         config: Sizes shared by the family.
@@ -158,10 +160,7 @@ class DocumentEncoder(nn.Module):
         passes: int = 1,
     ):
         super().__init__()
-        if segment_length < 1:
-            raise ValueError(f"segment_length must be positive, got {segment_length}")
-        if passes < 1:
-            raise ValueError(f"passes must be >= 1, got {passes}")
+        check_at_least(1, segment_length=segment_length, passes=passes)
         self.module = module
         self.segment_length = segment_length
         self.truncate = truncate

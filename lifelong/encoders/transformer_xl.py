@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least, check_segment_inputs
 from lifelong.encoders.layers import (
     FeedForward,
     ModuleConfig,
@@ -367,17 +368,14 @@ class TransformerXL(SegmentEncoder):
     ) -> EncoderOutput:
         """Encode a segment (b, t) given the memory of the previous segments.
 
-        Args:
-            input_ids: Token ids (b, t).
-            attention_mask: (b, t), 1 = real token.
-            memory: The previous segment's ``EncoderOutput.memory``; ``None`` starts a document.
+        ``memory`` is the previous segment's ``EncoderOutput.memory``; ``None`` starts a document.
 
         Returns:
             ``hidden`` (b, t, d) (zero at padded positions), ``pooled`` (b, d) (masked mean),
             and the updated, detached memory.
 
         """
-        _check_inputs(input_ids, attention_mask)
+        check_segment_inputs(input_ids, attention_mask)
         b, t = input_ids.shape
         x = self.embed(input_ids)  # (b, t, d)
         if memory is None:
@@ -519,10 +517,7 @@ class CompressiveTransformer(TransformerXL):
         same_length: bool = False,
     ) -> None:
         super().__init__(config, memory_length, same_length=same_length)
-        if compressed_length < 1:
-            raise ValueError(f"compressed_length must be >= 1, got {compressed_length}")
-        if compression_rate < 1:
-            raise ValueError(f"compression_rate must be >= 1, got {compression_rate}")
+        check_at_least(1, compressed_length=compressed_length, compression_rate=compression_rate)
         self.compressed_length = compressed_length
         self.compression_rate = compression_rate
         self.reconstruction_loss = reconstruction_loss
@@ -618,16 +613,6 @@ class CompressiveTransformer(TransformerXL):
             error = (target - estimate).pow(2).sum(dim=(1, 3))  # (b, t)
             total = total + (error * weight).sum() / denominator
         self._auxiliary = total if self._auxiliary is None else self._auxiliary + total
-
-
-def _check_inputs(input_ids: torch.Tensor, attention_mask: torch.Tensor) -> None:
-    if input_ids.dim() != 2:
-        raise ValueError(f"input_ids must be (batch, tokens), got shape {tuple(input_ids.shape)}")
-    if attention_mask.shape != input_ids.shape:
-        raise ValueError(
-            f"attention_mask shape {tuple(attention_mask.shape)} must equal input_ids shape "
-            f"{tuple(input_ids.shape)}"
-        )
 
 
 __all__ = [
