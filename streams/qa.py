@@ -50,7 +50,7 @@ import logging
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 from lifelong.streams.core import (
     DataFormatError,
@@ -585,6 +585,15 @@ def _first_alias(lowered: str, aliases: Sequence[str]) -> tuple[str, int] | None
 # ---------------------------------------------------------------------------------------------
 
 
+class QASampling(TypedDict, total=False):
+    """`load_qa_task`'s sampling options, which `qa_stream` passes on."""
+
+    train_size: int | None
+    test_size: int | None
+    seed: int
+    data_source: str
+
+
 def load_qa_task(
     name: str,
     data_dir: str | Path | None = None,
@@ -642,10 +651,7 @@ def qa_stream(
     *,
     tasks: Sequence[str] | None = None,
     data_dir: str | Path | None = None,
-    train_size: int | None = None,
-    test_size: int | None = None,
-    seed: int = 0,
-    data_source: str = "files",
+    **sampling: Unpack[QASampling],
 ) -> TaskStream:
     """Build a QA stream in a paper order or a chosen order.
 
@@ -653,10 +659,8 @@ def qa_stream(
         order: Paper order ``"i"``..``"iv"`` (ignored when ``tasks`` is given).
         tasks: Dataset names, in training order, e.g. ``["squad", "quac"]``.
         data_dir: Directory of the real files; the bundled sample if ``None``.
-        train_size: Training questions per dataset (all if ``None``).
-        test_size: Test questions per dataset (all if ``None``).
-        seed: Sampling seed.
-        data_source: ``"files"`` or ``"hf"`` (`read_hf_qa`, `QA_HUB`).
+        **sampling: Each dataset's sampling, as `load_qa_task`'s keyword arguments
+            (``train_size``, ``test_size``, ``seed``, ``data_source``; the same defaults).
 
     Returns:
         A `TaskStream` of kind ``"qa"`` with an empty label space.
@@ -667,18 +671,8 @@ def qa_stream(
 
     """
     names = QASpec(order=order, tasks=tuple(tasks) if tasks else None).task_names()
-    loaded = tuple(
-        load_qa_task(
-            n,
-            data_dir,
-            train_size=train_size,
-            test_size=test_size,
-            seed=seed,
-            data_source=data_source,
-        )
-        for n in names
-    )
-    source = describe_source(data_dir, data_source)
+    loaded = tuple(load_qa_task(n, data_dir, **sampling) for n in names)
+    source = describe_source(data_dir, sampling.get("data_source", "files"))
     return TaskStream(
         loaded,
         (),

@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypedDict, Unpack
 
 import numpy as np
 
@@ -391,6 +391,17 @@ def holla_text(fields: Sequence[str], spec: DatasetSpec) -> str:
     return holla_clean(spec.holla_separator.join(fields))
 
 
+class TextSampling(TypedDict, total=False):
+    """`load_dataset`'s sampling options, which `text_classification_stream` passes on."""
+
+    train_size: int | None
+    test_size: int | None
+    validation_size: int | None
+    sample_seed: int
+    preprocess: Preprocessing
+    data_source: DataSource
+
+
 def load_dataset(
     name: str,
     data_dir: str | Path | None = None,
@@ -498,12 +509,7 @@ def text_classification_stream(
     *,
     tasks: Sequence[str] | None = None,
     data_dir: str | Path | None = None,
-    train_size: int | None = None,
-    test_size: int | None = None,
-    validation_size: int | None = None,
-    sample_seed: int = SAMPLE_SEED,
-    preprocess: Preprocessing = "none",
-    data_source: DataSource = "files",
+    **sampling: Unpack[TextSampling],
 ) -> TaskStream:
     """Build a text-classification stream in a paper order or a chosen order.
 
@@ -511,35 +517,17 @@ def text_classification_stream(
         order: Paper order ``"i"``..``"iv"`` (ignored when ``tasks`` is given).
         tasks: Dataset names, in training order, e.g. ``["ag_news", "yelp"]``.
         data_dir: Directory of the real CSVs; the bundled sample if ``None``.
-        train_size: Training examples per dataset (paper: 115,000; if ``None``, every row not
-            held out).
-        test_size: Test examples per dataset (paper: 7,600; all rows if ``None``).
-        validation_size: Validation examples per dataset, held out of the training file
-            (``None``: 5,000 capped to what ``train_size`` leaves; none without a
-            ``train_size``); see `load_dataset`.
-        sample_seed: Sampling seed, independent of the run's seed (Holla et al.'s 42).
-        preprocess: ``"none"`` (space-joined columns) or ``"holla"`` (`holla_text`).
-        data_source: ``"files"`` (CSV) or ``"hf"`` (Hugging Face ``datasets``, `HUB`).
+        **sampling: Each dataset's sampling, as `load_dataset`'s keyword arguments
+            (``train_size``, ``test_size``, ``validation_size``, ``sample_seed``,
+            ``preprocess``, ``data_source``; the same defaults).
 
     Returns:
         A `TaskStream` over the merged 33-class label space.
 
     """
     names = TextSpec(order=order, tasks=tuple(tasks) if tasks else None).task_names()
-    loaded = tuple(
-        load_dataset(
-            n,
-            data_dir,
-            train_size=train_size,
-            test_size=test_size,
-            validation_size=validation_size,
-            sample_seed=sample_seed,
-            preprocess=preprocess,
-            data_source=data_source,
-        )
-        for n in names
-    )
-    source = describe_source(data_dir, data_source)
+    loaded = tuple(load_dataset(n, data_dir, **sampling) for n in names)
+    source = describe_source(data_dir, sampling.get("data_source", "files"))
     return TaskStream(
         loaded,
         merged_label_names(),
