@@ -202,19 +202,7 @@ def evaluate_metrics(
     scores are summed over examples, and every prediction depends on its own example only
     (local adaptation is per example), so the order changes no metric.
     """
-    require_hooks(strategy)
-    return _set_metrics(strategy, examples, kind, batch_size, desc, progress)
-
-
-def _set_metrics(
-    strategy: Strategy,
-    examples: Sequence[Example],
-    kind: TaskKind,
-    batch_size: int = 64,
-    desc: str = "eval",
-    progress: bool = True,
-) -> dict[str, float]:
-    """`evaluate_metrics` of a strategy whose hooks are already checked."""
+    require_hooks(strategy)  # a few getattr calls: cheap enough for every test set
     bar = tqdm(total=len(examples), desc=desc, unit="ex", leave=False, disable=not progress)
     chunks = list(batches(length_sorted(examples, kind), batch_size))
     test = [kind(chunk) for chunk in chunks]
@@ -326,7 +314,8 @@ def _all_metrics(
     strategy.on_eval_start()
     strategy.on_eval_sets([task.test for task in stream])  # every test set, up front
     per_task = [
-        _set_metrics(strategy, task.test, kind, desc=f"eval {task.name}", **kw) for task in stream
+        evaluate_metrics(strategy, task.test, kind, desc=f"eval {task.name}", **kw)
+        for task in stream
     ]
     strategy.on_eval_end()
     return {name: np.array([m[name] for m in per_task]) for name in per_task[0]}

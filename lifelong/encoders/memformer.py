@@ -384,20 +384,8 @@ def bptt_backward(
     """Full back-propagation through time over a window: one graph over all segments.
 
     Same arguments, results and gradients as `mrbp_backward`, with every segment's activations
-    alive until the single backward pass (the reference MRBP is checked against).
-
-    Args:
-        module: A segment encoder whose memory is one batch-first tensor (e.g. `Memformer`).
-        segments: The window: ``(input_ids (b, t), attention_mask (b, t))`` per segment.
-        memory: The memory entering the window (detached here), or None to start a document.
-        loss_fn: ``loss_fn(index, output)`` -> a scalar loss for segment ``index`` or None.
-
-    Returns:
-        The summed loss value and the memory after the last segment (detached).
-
-    Raises:
-        ValueError: For an empty window, a non-tensor memory or a non-scalar loss.
-
+    alive until the single backward pass (the reference MRBP is checked against); it raises
+    `ValueError` where `mrbp_backward` does.
     """
     state = _checked_start(segments, memory)
     total: torch.Tensor | None = None
