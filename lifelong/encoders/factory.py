@@ -65,14 +65,17 @@ def load_run_encoder(
 
     """
     if name in MEMORIA_BERT:
-        from lifelong.encoders.memoria import MemoriaBert
+        from lifelong.encoders.memoria import EngramSettings, MemoriaBert
 
         bert = load_encoder(MEMORIA_BERT[name], seed=seed)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
-            module = MemoriaBert(
-                bert, memory_layer=bert.num_layers - 2, **_memoria_sizes(segment_length)
-            )
+            # The Memoria paper's Hyperpartisan setting scaled to the segment: N_wm = N_stm^rem =
+            # N_ltm^rem = L/8 and C_stm = L/4 (it used 64/64/64/128 with 512-token segments),
+            # lifespan 12 as there.
+            n = max(4, segment_length // 8)
+            settings = EngramSettings(n, n, n, 2 * n, lifespan=12.0)
+            module = MemoriaBert(bert, bert.num_layers - 2, settings)
         return DocumentEncoder(module, segment_length)
     if name in RMT_BERT:
         from lifelong.encoders.rmt import RecurrentMemoryBert
@@ -94,15 +97,3 @@ def load_run_encoder(
             module = build_memory_module(name, config, segment_length, **options)
         return DocumentEncoder(module, segment_length, passes=DOCUMENT_PASSES.get(name, 1))
     return load_encoder(name, seed=seed, pooling=pooling)
-
-
-def _memoria_sizes(segment_length: int) -> dict[str, int]:
-    # The Memoria paper's Hyperpartisan setting scaled to the segment: N_wm = N_stm^rem =
-    # N_ltm^rem = L/8 and C_stm = L/4 (it used 64/64/64/128 with 512-token segments).
-    n = max(4, segment_length // 8)
-    return {
-        "working": n,
-        "short_term_retrieve": n,
-        "long_term_retrieve": n,
-        "short_term_capacity": 2 * n,
-    }

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
-from lifelong.encoders.checks import check_segment_inputs
+from lifelong.encoders.checks import check_at_least, check_positive, check_segment_inputs
 from lifelong.encoders.hf import HFEncoder
 from lifelong.encoders.layers import (
     FeedForward,
@@ -79,6 +79,45 @@ class Retrieval:
         return torch.cat([self.short_term, self.long_term])
 
 
+@dataclass(frozen=True)
+class EngramSettings:
+    """The sizes and the lifespan rule of a Memoria memory (Park & Bak, 2024, section 3).
+
+    Attributes:
+        working: ``N_wm``, engrams the abstractor writes per segment.
+        short_term_retrieve: ``N_stm^rem``, short-term engrams retrieved per segment.
+        long_term_retrieve: ``N_ltm^rem``, long-term engrams retrieved per segment.
+        short_term_capacity: ``C_stm``, the short-term memory's capacity.
+        lifespan: Initial lifespan of a new working-memory engram (the paper's sorting setting
+            uses 5; its Hyperpartisan setting with BERT, 12).
+        alpha: Lifespan extension scale: a step hands out ``alpha * |M_rem|`` lifespan in total
+            (the reference code's 8).
+        depth: ``N_depth``, greedy steps of the long-term graph search from each starting engram
+            (the reference code's 10).
+
+    """
+
+    working: int
+    short_term_retrieve: int
+    long_term_retrieve: int
+    short_term_capacity: int
+    lifespan: float = 5.0
+    alpha: float = 8.0
+    depth: int = 10
+
+    def __post_init__(self) -> None:
+        check_at_least(1, working=self.working)
+        check_at_least(
+            0,
+            short_term_retrieve=self.short_term_retrieve,
+            long_term_retrieve=self.long_term_retrieve,
+            short_term_capacity=self.short_term_capacity,
+            depth=self.depth,
+            alpha=self.alpha,
+        )
+        check_positive(lifespan=self.lifespan)
+
+
 class EngramMemory:
     """The Memoria memory of one sample: engrams, their lifespans and the engram graph.
 
@@ -93,13 +132,7 @@ class EngramMemory:
 
     Args:
         dim: Width of an engram.
-        working: ``N_wm``, engrams created per step (used to validate `add_working`).
-        short_term_retrieve: ``N_stm^rem``, STM engrams retrieved per step.
-        long_term_retrieve: ``N_ltm^rem``, LTM engrams retrieved per step.
-        short_term_capacity: ``C_stm``, the STM's capacity.
-        lifespan: Initial lifespan of a new working-memory engram.
-        alpha: Lifespan extension scale: a step hands out ``alpha * |M_rem|`` lifespan in total.
-        depth: ``N_depth``, greedy steps of the LTM graph search from each starting engram.
+        settings: The sizes and the lifespan rule.
         seed: Seed of the generator that breaks ties between equally weighted edges.
         device: Where the engrams live.
         dtype: Floating type of the engrams.
@@ -119,36 +152,15 @@ class EngramMemory:
     def __init__(
         self,
         dim: int,
-        working: int,
-        short_term_retrieve: int,
-        long_term_retrieve: int,
-        short_term_capacity: int,
+        settings: EngramSettings,
         *,
-        lifespan: float = 5.0,
-        alpha: float = 8.0,
-        depth: int = 10,
         seed: int = 0,
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        _check_sizes(
-            dim=dim,
-            working=working,
-            short_term_retrieve=short_term_retrieve,
-            long_term_retrieve=long_term_retrieve,
-            short_term_capacity=short_term_capacity,
-            lifespan=lifespan,
-            alpha=alpha,
-            depth=depth,
-        )
+        check_at_least(1, dim=dim)
         self.dim = dim
-        self.working = working
-        self.short_term_retrieve = short_term_retrieve
-        self.long_term_retrieve = long_term_retrieve
-        self.short_term_capacity = short_term_capacity
-        self.lifespan = float(lifespan)
-        self.alpha = float(alpha)
-        self.depth = depth
+        self.settings = settings
         self.seed = seed
         self.generator = torch.Generator().manual_seed(seed)
         self.vectors = torch.zeros(0, dim, device=device, dtype=dtype)
@@ -221,7 +233,9 @@ class EngramMemory:
         w, n = engrams.shape[0], len(self)
         self.vectors = torch.cat([self.vectors, engrams.detach().to(self.vectors)])
         self.kinds = torch.cat([self.kinds, self.kinds.new_full((w,), int(EngramKind.WORKING))])
-        self.lifespans = torch.cat([self.lifespans, self.lifespans.new_full((w,), self.lifespan)])
+        self.lifespans = torch.cat(
+            [self.lifespans, self.lifespans.new_full((w,), self.settings.lifespan)]
+        )
         self.ages = torch.cat([self.ages, self.ages.new_zeros(w)])
         counts = self.counts.new_zeros(n + w, n + w)
         counts[:n, :n] = self.counts
@@ -242,11 +256,11 @@ class EngramMemory:
         4. keep the top ``N_ltm^rem`` of them by closeness to the working memory.
         """
         short_term = self.indices(EngramKind.SHORT_TERM)
-        k = min(self.short_term_retrieve, short_term.numel())
+        k = min(self.settings.short_term_retrieve, short_term.numel())
         order = self.closeness(short_term).topk(k).indices if k else short_term[:0]
         short_term = short_term[order]  # (s,)
         found = self._search_long_term(short_term)  # (f,)
-        k = min(self.long_term_retrieve, found.numel())
+        k = min(self.settings.long_term_retrieve, found.numel())
         order = self.closeness(found).topk(k).indices if k else found[:0]
         return Retrieval(short_term=short_term, long_term=found[order], found=found)
 
@@ -256,7 +270,9 @@ class EngramMemory:
             return long_term[:0]
         unvisited = torch.ones_like(long_term, dtype=torch.bool)  # (m,)
         frontier = starts
-        for _ in range(self.depth + 1):  # the first move picks M_ltm^init, then depth steps
+        for _ in range(
+            self.settings.depth + 1
+        ):  # the first move picks M_ltm^init, then depth steps
             # argmax_j E[i, j] = argmax_j Count[i, j]: E's row i is Count's row i over Count[i, i]
             scores = self.counts[frontier[:, None], long_term[None, :]]  # (f, m)
             picked = _argmax_random_ties(scores, unvisited, self.generator).unique()  # (f',)
@@ -330,7 +346,7 @@ class EngramMemory:
             raise ValueError("contributions must be finite and non-negative")
         total = weights.sum()
         share = weights / total if float(total) > 0 else torch.full_like(weights, 1 / len(weights))
-        increments = share * remembered.numel() * self.alpha  # (r,)
+        increments = share * remembered.numel() * self.settings.alpha  # (r,)
         self.lifespans[remembered] += increments
         return increments
 
@@ -346,7 +362,7 @@ class EngramMemory:
         """Working memory becomes short-term; STM beyond its capacity (oldest first) long-term."""
         self.kinds[self.kinds == int(EngramKind.WORKING)] = int(EngramKind.SHORT_TERM)
         short_term = self.indices(EngramKind.SHORT_TERM)  # oldest first
-        overflow = short_term.numel() - self.short_term_capacity
+        overflow = short_term.numel() - self.settings.short_term_capacity
         if overflow > 0:
             self.kinds[short_term[:overflow]] = int(EngramKind.LONG_TERM)
 
@@ -370,19 +386,6 @@ def _argmax_random_ties(
     ties = masked == masked.max(dim=1, keepdim=True).values  # (r, c)
     noise = torch.rand(scores.shape, generator=generator).to(scores.device)  # (r, c)
     return torch.where(ties, noise, -1.0).argmax(dim=1)
-
-
-def _check_sizes(**sizes: float) -> None:
-    for name in ("dim", "working"):
-        if sizes[name] < 1:
-            raise ValueError(f"{name} must be at least 1, got {sizes[name]}")
-    for name in ("short_term_retrieve", "long_term_retrieve", "short_term_capacity", "depth"):
-        if sizes[name] < 0:
-            raise ValueError(f"{name} must be non-negative, got {sizes[name]}")
-    if not sizes["lifespan"] > 0:
-        raise ValueError(f"lifespan must be positive, got {sizes['lifespan']}")
-    if not sizes["alpha"] >= 0:
-        raise ValueError(f"alpha must be non-negative, got {sizes['alpha']}")
 
 
 # -- the learned parts ---------------------------------------------------------------------------
@@ -435,38 +438,24 @@ class _MemoriaCore(nn.Module):
         self,
         d_model: int,
         inner: int,
-        working: int,
-        short_term_retrieve: int,
-        long_term_retrieve: int,
-        short_term_capacity: int,
-        lifespan: float,
-        alpha: float,
-        depth: int,
+        settings: EngramSettings,
         seed: int,
         memory_device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        self.settings = {
-            "working": working,
-            "short_term_retrieve": short_term_retrieve,
-            "long_term_retrieve": long_term_retrieve,
-            "short_term_capacity": short_term_capacity,
-            "lifespan": lifespan,
-            "alpha": alpha,
-            "depth": depth,
-        }
-        _check_sizes(dim=d_model, **self.settings)
+        check_at_least(1, d_model=d_model)
+        self.settings = settings
         self.d_model = d_model
         self.seed = seed
         self.memory_device = memory_device
-        self.abstractor = Abstractor(d_model, working, inner)
+        self.abstractor = Abstractor(d_model, settings.working, inner)
 
     def new_memory(self, batch: int, like: torch.Tensor) -> list[EngramMemory]:
         """One empty memory per row; row i breaks ties with the generator seeded ``seed + i``."""
         return [
             EngramMemory(
                 self.d_model,
-                **self.settings,
+                self.settings,
                 seed=self.seed + i,
                 device=self.memory_device or like.device,
             )
@@ -660,13 +649,8 @@ class Memoria(SegmentEncoder):
 
     Args:
         config: Module sizes.
-        working: ``N_wm``, engrams written per segment (abstractor queries).
-        short_term_retrieve: ``N_stm^rem``, STM engrams retrieved per segment.
-        long_term_retrieve: ``N_ltm^rem``, LTM engrams retrieved per segment.
-        short_term_capacity: ``C_stm``.
-        lifespan: Initial lifespan of an engram.
-        alpha: Lifespan extension scale.
-        depth: ``N_depth``, greedy steps of the LTM graph search.
+        settings: The memory's sizes and lifespan rule (``working`` engrams are the
+            abstractor's queries).
         memory_layer: Encoder host only: the (0-based) layer whose output makes the working
             memory; layers above it cross-attend; -1 takes the embeddings. Default: the last two
             layers cross-attend (``max(-1, layers - 3)``). Must be None for a causal config.
@@ -679,14 +663,8 @@ class Memoria(SegmentEncoder):
     def __init__(
         self,
         config: ModuleConfig,
-        working: int,
-        short_term_retrieve: int,
-        long_term_retrieve: int,
-        short_term_capacity: int,
+        settings: EngramSettings,
         *,
-        lifespan: float = 5.0,
-        alpha: float = 8.0,
-        depth: int = 10,
         memory_layer: int | None = None,
         seed: int = 0,
         memory_device: torch.device | str | None = None,
@@ -706,19 +684,7 @@ class Memoria(SegmentEncoder):
             )
         self.memory_layer = memory_layer
         self.embed = TokenEmbedding(config)
-        self.core = _MemoriaCore(
-            config.d_model,
-            config.ffn,
-            working,
-            short_term_retrieve,
-            long_term_retrieve,
-            short_term_capacity,
-            lifespan,
-            alpha,
-            depth,
-            seed,
-            memory_device,
-        )
+        self.core = _MemoriaCore(config.d_model, config.ffn, settings, seed, memory_device)
         self.layers = nn.ModuleList(
             MemoriaLayer(config) if i > memory_layer else TransformerLayer(config)
             for i in range(config.layers)
@@ -815,13 +781,8 @@ class MemoriaBert(SegmentEncoder):
         encoder: The pretrained encoder (``load_encoder("minilm")``; ``"tiny"`` for tests).
         memory_layer: 0-based index of the layer whose output makes the working memory
             (at most ``num_layers - 2``); the paper uses 9 of 12 for Hyperpartisan.
-        working: ``N_wm`` (paper: 64).
-        short_term_retrieve: ``N_stm^rem`` (paper: 64).
-        long_term_retrieve: ``N_ltm^rem`` (paper: 64).
-        short_term_capacity: ``C_stm`` (paper: 128).
-        lifespan: Initial lifespan (paper: 12).
-        alpha: Lifespan extension scale.
-        depth: ``N_depth``.
+        settings: The memory's sizes and lifespan rule (the paper's Hyperpartisan setting:
+            ``EngramSettings(64, 64, 64, 128, lifespan=12)``).
         seed: Seed of the new blocks' initialisation and of the tie-breaking generators.
         memory_device: Where the engram memories live (see `Memoria`).
 
@@ -831,14 +792,8 @@ class MemoriaBert(SegmentEncoder):
         self,
         encoder: HFEncoder,
         memory_layer: int,
-        working: int,
-        short_term_retrieve: int,
-        long_term_retrieve: int,
-        short_term_capacity: int,
+        settings: EngramSettings,
         *,
-        lifespan: float = 12.0,
-        alpha: float = 8.0,
-        depth: int = 10,
         seed: int = 0,
         memory_device: torch.device | str | None = None,
     ) -> None:
@@ -854,19 +809,7 @@ class MemoriaBert(SegmentEncoder):
         self.memory_layer = memory_layer
         with torch.random.fork_rng():
             torch.manual_seed(seed)
-            self.core = _MemoriaCore(
-                config.d_model,
-                config.ffn,
-                working,
-                short_term_retrieve,
-                long_term_retrieve,
-                short_term_capacity,
-                lifespan,
-                alpha,
-                depth,
-                seed,
-                memory_device,
-            )
+            self.core = _MemoriaCore(config.d_model, config.ffn, settings, seed, memory_device)
             self.reads = nn.ModuleList(
                 MemoryAttention(
                     config.d_model,
@@ -910,6 +853,7 @@ __all__ = [
     "Abstractor",
     "EngramKind",
     "EngramMemory",
+    "EngramSettings",
     "Memoria",
     "MemoriaBert",
     "MemoriaLayer",

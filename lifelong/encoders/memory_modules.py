@@ -48,16 +48,16 @@ def _infinity_former(config: ModuleConfig, segment_length: int, **kwargs: Any) -
 
 
 def _memoria(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
-    from lifelong.encoders.memoria import Memoria
+    from lifelong.encoders.memoria import EngramSettings, Memoria
 
     length = max(8, segment_length)
-    defaults = {
-        "working": length // 8,
-        "short_term_retrieve": length // 4,
-        "long_term_retrieve": 5 * length // 8,
-        "short_term_capacity": length // 2,
-    }
-    return Memoria(config, **{**defaults, **kwargs})
+    settings = EngramSettings(
+        working=length // 8,
+        short_term_retrieve=length // 4,
+        long_term_retrieve=5 * length // 8,
+        short_term_capacity=length // 2,
+    )
+    return Memoria(config, kwargs.pop("settings", settings), **kwargs)
 
 
 def _memorizing(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:

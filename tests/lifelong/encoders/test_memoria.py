@@ -3,7 +3,13 @@ import torch
 
 from lifelong.encoders import load_encoder
 from lifelong.encoders.layers import ModuleConfig
-from lifelong.encoders.memoria import EngramKind, EngramMemory, Memoria, MemoriaBert
+from lifelong.encoders.memoria import (
+    EngramKind,
+    EngramMemory,
+    EngramSettings,
+    Memoria,
+    MemoriaBert,
+)
 from lifelong.encoders.memory_modules import build_memory_module
 from lifelong.encoders.segments import DocumentEncoder
 
@@ -22,12 +28,13 @@ def memory(**kwargs) -> EngramMemory:
         depth=10,
     )
     sizes.update(kwargs)
-    return EngramMemory(**sizes)
+    dim, seed = sizes.pop("dim"), sizes.pop("seed", 0)
+    return EngramMemory(dim, EngramSettings(**sizes), seed=seed)
 
 
 def step(mem: EngramMemory, value: float) -> None:
     """One step with nothing remembered: a WM engram filled with ``value``."""
-    mem.add_working(torch.full((mem.working, mem.dim), value))
+    mem.add_working(torch.full((mem.settings.working, mem.dim), value))
     mem.retrieve()
     mem.memorize(torch.zeros(0, dtype=torch.long), torch.zeros(0))
 
@@ -45,8 +52,10 @@ def config(causal: bool, layers: int = 2) -> ModuleConfig:
 
 def memoria(causal: bool, **kwargs) -> Memoria:
     torch.manual_seed(0)
-    sizes = dict(working=2, short_term_retrieve=3, long_term_retrieve=5, short_term_capacity=4)
-    return Memoria(config(causal), **{**sizes, **kwargs}).eval()
+    settings = EngramSettings(
+        working=2, short_term_retrieve=3, long_term_retrieve=5, short_term_capacity=4
+    )
+    return Memoria(config(causal), settings, **kwargs).eval()
 
 
 # -- bookkeeping ---------------------------------------------------------------------------------
@@ -349,24 +358,29 @@ def test_forward_does_not_mutate_the_memory_it_is_given():
 
 def test_memoria_arguments_are_checked_and_the_registry_builds_it():
     with pytest.raises(ValueError, match="memory_layer"):
-        Memoria(config(True), 2, 2, 2, 4, memory_layer=0)
+        Memoria(config(True), EngramSettings(2, 2, 2, 4), memory_layer=0)
     with pytest.raises(ValueError, match="memory_layer"):
-        Memoria(config(False), 2, 2, 2, 4, memory_layer=1)
-    with pytest.raises(ValueError, match="working"):
-        Memoria(config(False), 0, 2, 2, 4)
-    with pytest.raises(ValueError, match="short_term_capacity"):
-        Memoria(config(False), 2, 2, 2, -1)
+        Memoria(config(False), EngramSettings(2, 2, 2, 4), memory_layer=1)
+    with pytest.raises(ValueError, match="working must be >= 1"):
+        EngramSettings(0, 2, 2, 4)
+    with pytest.raises(ValueError, match="short_term_capacity must be >= 0"):
+        EngramSettings(2, 2, 2, -1)
+    with pytest.raises(ValueError, match="lifespan must be positive"):
+        EngramSettings(2, 2, 2, 4, lifespan=0.0)
     model = memoria(False)
     with pytest.raises(ValueError, match="memory"):
         model(torch.ones(2, 4, dtype=torch.long), torch.ones(2, 4), memory=[])
     built = build_memory_module("memoria", config(True), 16)
     assert isinstance(built, Memoria)
-    assert built.core.settings["working"] == 2 and built.core.settings["long_term_retrieve"] == 10
-    deep = Memoria(config(False, layers=4), 2, 2, 2, 4)
+    assert built.core.settings == EngramSettings(2, 4, 10, 8)
+    deep = Memoria(config(False, layers=4), EngramSettings(2, 2, 2, 4))
     assert deep.memory_layer == 1  # engrams from layer 1; layers 2 and 3 cross-attend
 
 
 # -- BERT with Memoria ---------------------------------------------------------------------------
+
+
+BERT_SETTINGS = EngramSettings(4, 4, 4, 8, lifespan=12.0)  # the paper's lifespan with BERT
 
 
 @pytest.fixture(scope="module")
@@ -380,7 +394,7 @@ def bert_batch():
 
 def test_memoria_bert_starts_as_the_pretrained_bert(bert_batch):
     encoder = load_encoder("tiny").eval()
-    model = MemoriaBert(encoder, 0, 4, 4, 4, 8).eval()
+    model = MemoriaBert(encoder, 0, BERT_SETTINGS).eval()
     assert model.hidden_size == 128
     ids, mask = bert_batch
     first = model(ids[:, :8], mask[:, :8])
@@ -395,7 +409,7 @@ def test_memoria_bert_starts_as_the_pretrained_bert(bert_batch):
 
 def test_memoria_bert_trains_its_new_blocks(bert_batch):
     encoder = load_encoder("tiny")
-    model = MemoriaBert(encoder, 0, 4, 4, 4, 8)
+    model = MemoriaBert(encoder, 0, BERT_SETTINGS)
     ids, mask = bert_batch
     probe = torch.randn(128, generator=torch.Generator().manual_seed(0))
 
@@ -414,4 +428,4 @@ def test_memoria_bert_trains_its_new_blocks(bert_batch):
     for name in ("core.abstractor.queries", "reads.0.attention.key.weight"):
         assert grads[name] is not None and grads[name].abs().max() > 0, name
     with pytest.raises(ValueError, match="memory_layer"):
-        MemoriaBert(encoder, 1, 4, 4, 4, 8)
+        MemoriaBert(encoder, 1, BERT_SETTINGS)
