@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least
 from lifelong.encoders.layers import FeedForward, ModuleConfig, TokenEmbedding, merge_heads
 from lifelong.encoders.segments import SegmentEncoder, mean_pool
 
@@ -99,8 +100,7 @@ class FeedbackTransformer(SegmentEncoder):
 
     def __init__(self, config: ModuleConfig, span: int) -> None:
         super().__init__(config)
-        if span < 1:
-            raise ValueError(f"span must be >= 1, got {span}")
+        check_at_least(1, span=span)
         self.span = span
         d, h = config.d_model, config.heads
         self.embed = TokenEmbedding(config, positions=False)

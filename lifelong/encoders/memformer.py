@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least, check_positive
 from lifelong.encoders.layers import (
     FeedForward,
     ModuleConfig,
@@ -85,8 +86,7 @@ class MemoryWriter(nn.Module):
 
     def __init__(self, d_model: int, heads: int, temperature: float = 0.25) -> None:
         super().__init__()
-        if not temperature > 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
+        check_positive(temperature=temperature)
         if d_model % heads:
             raise ValueError(f"d_model {d_model} is not divisible by heads {heads}")
         self.heads = heads
@@ -179,10 +179,8 @@ class Memformer(SegmentEncoder):
         super().__init__(config)
         if slots < 1:
             raise ValueError(f"slots must be a positive number of memory slots, got {slots}")
-        if not bias_norm > 0:
-            raise ValueError(f"bias_norm must be positive, got {bias_norm}")
-        if summary_tokens < 0:
-            raise ValueError(f"summary_tokens must be >= 0, got {summary_tokens}")
+        check_positive(bias_norm=bias_norm)
+        check_at_least(0, summary_tokens=summary_tokens)
         self.slots = slots
         self.embed = TokenEmbedding(config)
         self.layers = nn.ModuleList(MemformerLayer(config) for _ in range(config.layers))

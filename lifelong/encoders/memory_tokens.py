@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from lifelong.encoders.checks import check_at_least
 from lifelong.encoders.layers import TokenEmbedding, causal_mask, padding_mask
 
 
@@ -27,8 +28,7 @@ class MemoryTokens(nn.Module):
 
     def __init__(self, slots: int, d_model: int) -> None:
         super().__init__()
-        if slots < 1:
-            raise ValueError(f"memory tokens must be >= 1, got {slots}")
+        check_at_least(1, slots=slots)
         self.slots = slots
         self.initial = nn.Parameter(torch.randn(slots, d_model) * 0.02)  # (m, d)
 

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least
 from lifelong.encoders.layers import FeedForward, ModuleConfig, TokenEmbedding
 from lifelong.encoders.segments import SegmentEncoder, mean_pool
 
@@ -163,8 +164,7 @@ class MemSizer(SegmentEncoder):
 
     def __init__(self, config: ModuleConfig, *, slots: int = 32) -> None:
         super().__init__(config)
-        if slots < 1:
-            raise ValueError(f"slots must be positive, got {slots}")
+        check_at_least(1, slots=slots)
         self.slots = slots
         self.embed = TokenEmbedding(config)
         self.layers = nn.ModuleList(MemSizerLayer(config, slots) for _ in range(config.layers))

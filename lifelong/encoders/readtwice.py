@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least
 from lifelong.encoders.layers import (
     ModuleConfig,
     TokenEmbedding,
@@ -56,8 +57,7 @@ class ReadTwice(SegmentEncoder):
 
     def __init__(self, config: ModuleConfig, block: int = 8, memory_size: int = 64) -> None:
         super().__init__(config)
-        if block < 1 or memory_size < 1:
-            raise ValueError(f"block and memory_size must be >= 1, got {block}, {memory_size}")
+        check_at_least(1, block=block, memory_size=memory_size)
         self.block = block
         self.memory_size = memory_size
         self.embed = TokenEmbedding(config)

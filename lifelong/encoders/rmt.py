@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.checks import check_at_least
 from lifelong.encoders.layers import (
     ModuleConfig,
     TokenEmbedding,
@@ -224,8 +225,7 @@ def curriculum_segments(step: int, steps: int, max_segments: int) -> int:
     current number has converged; over a fixed budget of ``steps`` we give each number of
     segments an equal share of the steps.
     """
-    if steps < 1 or max_segments < 1:
-        raise ValueError(f"steps and max_segments must be >= 1, got {steps}, {max_segments}")
+    check_at_least(1, steps=steps, max_segments=max_segments)
     return min(max_segments, 1 + step * max_segments // steps)
 
 

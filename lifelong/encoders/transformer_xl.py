@@ -333,8 +333,7 @@ class TransformerXL(SegmentEncoder):
         recurrence: str = "previous-layer",
     ) -> None:
         super().__init__(config)
-        if memory_length < 0:
-            raise ValueError(f"memory_length must be >= 0, got {memory_length}")
+        check_at_least(0, memory_length=memory_length)
         if recurrence not in RECURRENCES:
             raise ValueError(f"recurrence must be one of {RECURRENCES}, got {recurrence!r}")
         self.recurrence = recurrence

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from lifelong.encoders.checks import check_at_least, check_positive
 from lifelong.encoders.layers import FeedForward
 from lifelong.lm.text import CausalLM, whole_windows
 from lifelong.memory import EpisodicMemory
@@ -161,8 +162,8 @@ class KNNLM:
     ) -> None:
         if not 0.0 <= lam < 1.0:
             raise ValueError(f"lam must be in [0, 1), got {lam}")
-        if k < 1 or temperature <= 0:
-            raise ValueError(f"k must be positive and temperature > 0, got {k}, {temperature}")
+        check_at_least(1, k=k)
+        check_positive(temperature=temperature)
         self.model, self.memory = model, memory
         self.k, self.lam, self.temperature = k, lam, temperature
 

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lifelong.encoders.checks import check_at_least
 from lifelong.encoders.segments import SegmentEncoder
 
 SORT_TOKENS = 20
@@ -225,10 +226,7 @@ class SortingLM(nn.Module):
         vocab_size: int = VOCAB_SIZE,
     ):
         super().__init__()
-        if segment_length < 1:
-            raise ValueError(f"segment_length must be positive, got {segment_length}")
-        if grad_segments < 1:
-            raise ValueError(f"grad_segments must be >= 1, got {grad_segments}")
+        check_at_least(1, segment_length=segment_length, grad_segments=grad_segments)
         if not module.config.causal:
             raise ValueError("module must be causal (ModuleConfig(causal=True)) for an LM")
         if module.config.vocab_size < vocab_size:
