@@ -31,6 +31,7 @@ test-fast: setup
 bench: setup
 	$(OFFLINE) $(BIN)/python experiments/bench/memory.py
 	$(OFFLINE) $(BIN)/python experiments/bench/local_adaptation.py
+	$(OFFLINE) $(BIN)/python experiments/bench/last_layer.py
 	$(OFFLINE) $(BIN)/python experiments/bench/inference.py
 	$(OFFLINE) $(BIN)/python experiments/bench/encoders.py
 

@@ -281,7 +281,9 @@ class Classifier(nn.Module):
                 representation already holds them and they are not read.
             start: ``None`` for the plain forward pass from token ids.
             packed: With ``start``, run the encoder layers on the real tokens only (same
-                result, less compute on padded batches; see `HFEncoder.run_stages`).
+                result, less compute on padded batches; see `HFEncoder.run_stages`); a head
+                that reads only the pooled vector (``reads_tokens`` False) then also has the
+                last layer computed at the pooled position alone (``pooled_only``).
 
         Raises:
             ValueError: Token types for an encoder without segment embeddings.
@@ -297,7 +299,11 @@ class Classifier(nn.Module):
             types = {"token_type_ids": token_type_ids}
         if start is None:
             return self.head(self.encoder(x, attention_mask, **types))
-        return self.head(self.encoder.resume(x, attention_mask, start, packed=packed, **types))
+        pooled_only = packed and not getattr(self.head, "reads_tokens", True)
+        output = self.encoder.resume(
+            x, attention_mask, start, packed=packed, pooled_only=pooled_only, **types
+        )
+        return self.head(output)
 
     def criterion(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The task's training loss of ``logits`` computed on ``batch``'s rows."""

@@ -13,7 +13,11 @@ example's K neighbours to the longest of them, so per test example it computes
 L·3·n·K·t_max + n·t_x, with n layers and t_x the test input's length. The fast path with N
 adapted layers (n for "all", 0 for "head") runs one example at a time on the real tokens only
 (see `HFEncoder.run_stages(packed=True)`): (n − N)·Σ_u t_u once for the U distinct neighbours'
-frozen prefixes (cached), plus per test example (n − N)·t_x + L·3·N·Σ_k t_k + N·t_x.
+frozen prefixes (cached), plus per test example (n − N)·t_x + L·3·N·Σ_k t_k + N·t_x, except
+that a classification head reads [CLS] alone, so the last layer computes its output there only
+(``pooled_only``): a row of t tokens costs that layer t/6 + 5/6 token-layers (keys and values
+of every token, 2 of a layer's 12 d² per token; query, attention output and feed-forward block
+for [CLS] alone) instead of t.
 The low-rank path (``lora<r>``, `lifelong.lowrank`) adapts every layer but never a base
 weight, so its backward pass computes activation gradients only, and a step counts 2: per test
 example L·2·n·Σ_k t_k + n·t_x (the rank-r products, r ≪ d, are left out of the count).
@@ -120,8 +124,14 @@ def token_layers(
     adapted = {"all": n, "head": 0}[scope] if scope in ("all", "head") else int(scope[3:])
     frozen = n - adapted
     cached = frozen * sum(distinct_lengths)
+
+    def adapted_layers(lengths: list[int]) -> float:  # the last layer at [CLS] alone
+        if adapted == 0:
+            return 0.0
+        return sum((adapted - 1) * t + t / 6 + 5 / 6 for t in lengths)
+
     return cached + sum(
-        frozen * tx + steps * 3 * adapted * sum(ks) + adapted * tx for tx, ks in pairs
+        frozen * tx + steps * 3 * adapted_layers(ks) + adapted_layers([tx]) for tx, ks in pairs
     )
 
 

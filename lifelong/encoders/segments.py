@@ -242,9 +242,18 @@ class DocumentEncoder(nn.Module):
         return torch.cat([out.pooled[:, None], out.hidden[:, 1:]], dim=1)  # (b, t, d)
 
     def resume(
-        self, x: torch.Tensor, attention_mask: torch.Tensor, start: int, *, packed: bool = False
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor,
+        start: int,
+        *,
+        packed: bool = False,
+        pooled_only: bool = False,
     ) -> EncoderOutput:
-        """Finish encoding from stage ``start``: 0 runs the encoder, 1 is already final."""
+        """Finish encoding from stage ``start``: 0 runs the encoder, 1 is already final.
+
+        ``packed`` and ``pooled_only`` (see `HFEncoder.run_stages`) change nothing here.
+        """
         if start == 0:
             return self(x, attention_mask)
         x = self.run_stages(x, attention_mask, start, 1)

@@ -40,6 +40,10 @@ def test_token_layers_count_padding_for_the_reference_only(bench):
     # one test input of 3 tokens, its K = 2 neighbours of 4 and 2 tokens, 2 layers, 1 step
     args = (2, 1, [3], [[4, 2]], [4, 2])
     assert bench.token_layers("reference", *args) == 1 * 3 * 2 * 2 * 4 + 2 * 3
-    assert bench.token_layers("all", *args) == 3 * 2 * 6 + 2 * 3
+    # the fast path's last layer computes [CLS] alone: t / 6 + 5 / 6 token-layers for a row
+    last = [4 / 6 + 5 / 6, 2 / 6 + 5 / 6]
+    assert bench.token_layers("all", *args) == pytest.approx(
+        3 * (6 + sum(last)) + 3 + 3 / 6 + 5 / 6
+    )
     assert bench.token_layers("lora", *args) == 2 * 2 * 6 + 2 * 3
     assert bench.token_layers("head", *args) == 2 * 6 + 2 * 3

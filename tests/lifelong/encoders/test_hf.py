@@ -79,6 +79,55 @@ def test_packed_layers_match_padded_ones_and_their_gradients(request, batch, sta
         torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("start", [0, 1, 2])  # 2: the last layer alone (adapt_scope top1)
+@pytest.mark.parametrize("batch", ["padded_batch", "ragged_batch"])
+def test_pooled_only_computes_the_first_position_exactly_and_nothing_else(request, batch, start):
+    encoder = load_encoder("tiny").eval()
+    ids, mask = request.getfixturevalue(batch)
+    layout = PackedLayout.of(mask, rows_per_bucket=2)
+    x = encoder.run_stages(ids, mask, 0, start).detach()
+    stop = encoder.num_layers + 1
+
+    outputs, grads = [], []
+    for pooled_only in (False, True):
+        encoder.zero_grad()
+        out = encoder.run_stages(
+            x, mask, start, stop, packed=True, layout=layout, pooled_only=pooled_only
+        )
+        out[:, 0].square().sum().backward()  # what a [CLS] head reads
+        outputs.append(out)
+        grads.append(
+            {n: p.grad.clone() for n, p in encoder.named_parameters() if p.grad is not None}
+        )
+
+    torch.testing.assert_close(outputs[1][:, 0], outputs[0][:, 0], atol=1e-5, rtol=0)
+    assert torch.all(outputs[1][:, 1:] == 0)  # the other positions are not computed
+    assert grads[0].keys() == grads[1].keys() and grads[0]
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-4, rtol=1e-4)
+    full = encoder.resume(x, mask, start, packed=True).pooled  # a resumed pass pools the same
+    first = encoder.resume(x, mask, start, packed=True, pooled_only=True).pooled
+    torch.testing.assert_close(first, full, atol=1e-5, rtol=0)
+
+
+def test_first_tokens_are_listed_in_bucket_order_and_empty_rows_fall_back(ragged_batch):
+    ids, mask = ragged_batch
+    layout = PackedLayout.of(mask, rows_per_bucket=3)
+    rows_in_bucket_order = torch.argsort(mask.sum(dim=1), stable=True)
+    # the row-major flat position of each row's first real token is its position 0
+    assert torch.equal(layout.index[layout.firsts], rows_in_bucket_order * mask.shape[1])
+    assert layout.rows_real
+    encoder = load_encoder("tiny").eval()
+    holed = mask.clone()
+    holed[2] = 0  # a row without any real token: no first token to compute
+    empty = PackedLayout.of(holed, rows_per_bucket=3)
+    assert not empty.rows_real
+    x = encoder.run_stages(ids * holed, holed, 0, 2).detach()
+    full = encoder.run_stages(x, holed, 2, 3, packed=True, layout=empty)
+    first = encoder.run_stages(x, holed, 2, 3, packed=True, layout=empty, pooled_only=True)
+    torch.testing.assert_close(first, full)  # the full computation, nothing misplaced
+
+
 def test_packing_needs_a_bert_style_layer():
     assert not supports_packing(torch.nn.Linear(2, 2))
 
