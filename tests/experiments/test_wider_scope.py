@@ -1,0 +1,46 @@
+"""The wider-scope MbPA++ runs change only adapt_scope, and are tabulated against head."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lifelong.test_reports import make_run
+
+SCRIPTS = Path(__file__).parents[2] / "experiments" / "text_classification"
+
+
+@pytest.fixture
+def wider_scope(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    sys.modules.pop("wider_scope", None)
+    import wider_scope
+
+    return wider_scope
+
+
+def test_the_sweep_is_the_budget_s_mbpa_plus_plus_with_another_scope(wider_scope):
+    budget = wider_scope.load_sweep(wider_scope.BUDGET).with_grid(["mbpa++"], ["i", "ii"], [0])
+    sweep = wider_scope.at_scope(budget, "top1")
+    assert sweep.name == "text_real_budget_top1" and sweep.strategies == ("mbpa++",)
+    for point, before in zip(sweep.points(), budget.points(), strict=True):
+        options = point.config.options_for()
+        assert options == before.config.options_for() | {"adapt_scope": "top1"}
+        assert before.config.options_for()["adapt_scope"] == "head"
+        same = point.config.replace(strategy_options=before.config.strategy_options)
+        assert same.replace(log_group=before.config.log_group) == before.config
+
+
+def test_table_rows_per_scope_and_the_paired_difference(wider_scope, tmp_path):
+    head, wide = tmp_path / "text_real_budget", tmp_path / "text_real_budget_top1"
+    for order, seed, value in (("i", 0, 50.0), ("ii", 0, 54.0), ("i", 1, 52.0)):
+        make_run(head / f"mbpa++_{order}_s{seed}", "mbpa++", order, seed, value)
+        make_run(head / f"seq_{order}_s{seed}", "seq", order, seed, value - 30)  # left out
+    for order, value in (("i", 55.0), ("ii", 60.0)):
+        make_run(wide / f"mbpa++_{order}_s0", "mbpa++", order, 0, value)
+    text = wider_scope.table(head, wide, "top1")
+    rows = [line for line in text.splitlines() if line.startswith("| head") or "| top1" in line]
+    assert rows[0].startswith("| head | 52.0 [") and rows[0].endswith("| 3 |")
+    assert rows[1].startswith("| top1 | 57.5 [") and rows[1].endswith("| 2 |")
+    assert "mbpa++ (top1) − mbpa++ (head) = +5.5 points" in text and "2 paired runs" in text
+    assert "seq" not in text
