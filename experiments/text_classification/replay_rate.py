@@ -8,10 +8,11 @@ Starts from the CPU-budget protocol (``real_budget.yaml``: a replay event every 
 and changes only ``replay_ratio``, the fraction of the examples since the last event that an
 event replays: 0.025, 0.05, 0.1 and 0.2 replay 4, 8, 16 and 32 stored examples per event
 (2.5%, 5%, 10% and 20% of the stream). Each rate is its own sweep
-(``<output-dir>/replay_rate_<ratio>/``), so the script resumes like ``lifelong sweep`` and
-``lifelong report`` reads its runs. It prints one row per (strategy, rate): the mean and
-95% CI of average accuracy and forgetting over the orders and seeds run, so one can see
-whether the budget's rate (0.1) favours one strategy.
+(``<output-dir>/replay_rate_<ratio>/``; the budget's own rate is the budget sweep's folder,
+``<output-dir>/text_real_budget/``, whose runs it reuses), so the script resumes like
+``lifelong sweep`` and ``lifelong report`` reads its runs. It prints one row per (strategy,
+rate): the mean and 95% CI of average accuracy and forgetting over the orders and seeds run,
+so one can see whether the budget's rate (0.1) favours one strategy.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ METRICS = ("average_accuracy", "forgetting")
 
 
 def at_ratio(sweep: Sweep, ratio: float, strategies: list[str]) -> Sweep:
-    """The budget sweep with every given strategy replaying ``ratio`` per event."""
+    """The budget sweep with every given strategy replaying ``ratio`` per event.
+
+    At the budget's own rate (every given strategy already replays ``ratio``) it is the budget
+    sweep itself, so the ablation reads the budget's runs instead of repeating them.
+    """
+    own = sweep.base.strategy_options
+    if all(own.get(name, {}).get("replay_ratio") == ratio for name in strategies):
+        return sweep
     options = {name: dict(values) for name, values in sweep.base.strategy_options.items()}
     for name in strategies:
         options.setdefault(name, {})["replay_ratio"] = ratio

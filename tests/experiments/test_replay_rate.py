@@ -31,6 +31,12 @@ def test_each_rate_is_a_sweep_of_its_own_changing_only_the_ratio(replay_rate, tm
         assert same.replace(log_group=before.config.log_group) == before.config
 
 
+def test_the_budget_s_own_rate_is_the_budget_sweep_itself(replay_rate):
+    budget = replay_rate.load_sweep(replay_rate.BUDGET).with_grid(["replay", "mbpa++"], ["i"], [0])
+    assert replay_rate.at_ratio(budget, 0.1, ["replay", "mbpa++"]) is budget  # its runs reused
+    assert replay_rate.at_ratio(budget, 0.1, ["replay", "agem", "seq"]) is not budget
+
+
 def test_table_has_a_row_per_strategy_and_rate_with_intervals(replay_rate, tmp_path):
     roots = {}
     for ratio, shift in ((0.05, 0.0), (0.2, 10.0)):
