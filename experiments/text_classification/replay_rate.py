@@ -21,7 +21,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from lifelong.experiment.reports.stats import summary_table
+from lifelong.experiment.reports.stats import summary_rows, summary_table
 from lifelong.experiment.rundir import find_runs
 from lifelong.experiment.sweep import Sweep, load_sweep, run_sweep
 from lifelong.files import atomic_write_text
@@ -56,17 +56,9 @@ def table(roots: dict[float, Path]) -> str:
         records = find_runs(root)
         if not records:
             continue
-        summary = summary_table(records, METRICS)
-        for (_, strategy), rows in summary.groupby(level=[0, 1], sort=True):
-            cells = []
-            for metric in METRICS:
-                row = rows.xs(metric, level=2).iloc[0]
-                cells.append(f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]")
-            n = int(rows.xs(METRICS[0], level=2).iloc[0]["n"])
-            every = _replay_every(records, strategy)
-            lines.append(
-                f"| {strategy} | {ratio:g} | {round(ratio * every)} | {' | '.join(cells)} | {n} |"
-            )
+        for _, strategy, runs, cells in sorted(summary_rows(summary_table(records, METRICS))):
+            replayed = round(ratio * _replay_every(records, strategy))
+            lines.append(f"| {strategy} | {ratio:g} | {replayed} | {' | '.join(cells)} | {runs} |")
     return "\n".join(lines) + "\n"
 
 

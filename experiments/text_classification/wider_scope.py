@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from lifelong.experiment.reports.stats import compare, summary_table
+from lifelong.experiment.reports.stats import compare, summary_rows, summary_table
 from lifelong.experiment.rundir import RunRecord, find_runs
 from lifelong.experiment.sweep import Sweep, load_sweep, run_sweep
 from lifelong.files import atomic_write_text
@@ -62,14 +62,9 @@ def table(head_root: Path, wide_root: Path, scope: str) -> str:
     records = head + wide
     if not records:
         return "\n".join(lines) + "\n"
-    summary = summary_table(records, METRICS)
-    for (_, strategy), rows in summary.groupby(level=[0, 1], sort=False):
-        cells = []
-        for metric in METRICS:
-            row = rows.xs(metric, level=2).iloc[0]
-            cells.append(f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]")
-        n = int(rows.xs(METRICS[0], level=2).iloc[0]["n"])
-        lines.append(f"| {strategy.split('(')[1].rstrip(')')} | {' | '.join(cells)} | {n} |")
+    for _, strategy, runs, cells in summary_rows(summary_table(records, METRICS)):
+        scope = strategy.split("(")[1].rstrip(")")
+        lines.append(f"| {scope} | {' | '.join(cells)} | {runs} |")
     text = "\n".join(lines) + "\n"
     if head and wide:
         for c in compare(records, f"{STRATEGY} ({scope})", f"{STRATEGY} (head)"):

@@ -44,3 +44,12 @@ def test_table_rows_per_scope_and_the_paired_difference(wider_scope, tmp_path):
     assert rows[1].startswith("| top1 | 57.5 [") and rows[1].endswith("| 2 |")
     assert "mbpa++ (top1) − mbpa++ (head) = +5.5 points" in text and "2 paired runs" in text
     assert "seq" not in text
+
+
+def test_one_run_a_scope_prints_its_mean_alone(wider_scope, tmp_path):
+    head, wide = tmp_path / "text_real_budget", tmp_path / "text_real_budget_top1"
+    make_run(head / "mbpa++_i_s0", "mbpa++", "i", 0, 50.0)
+    make_run(wide / "mbpa++_i_s0", "mbpa++", "i", 0, 53.0)
+    text = wider_scope.table(head, wide, "top1")
+    assert "| head | 50.0 | -5.0 | 5.0 | 1 |" in text and "nan" not in text
+    assert "+3.0 points, no interval (one pair)" in text

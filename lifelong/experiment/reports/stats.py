@@ -282,6 +282,31 @@ def _by_strategy(records: Sequence[RunRecord]) -> dict[tuple[str, str], list[Run
 # --- formatting -----------------------------------------------------------------------------
 
 
+def summary_rows(
+    table: pd.DataFrame, metrics: Sequence[str] | None = None
+) -> list[tuple[str, str, int, list[str]]]:
+    """`summary_table`'s strategies as printable rows, in the table's order.
+
+    Args:
+        table: A `summary_table`.
+        metrics: The metrics to print, in order (default: the table's own).
+
+    Returns:
+        ``(stream, strategy, runs, cells)`` per strategy, each cell ``mean [low, high]`` (the
+        mean alone for one run, ``–`` without a value).
+
+    """
+    rows = []
+    for stream in table.index.get_level_values("stream").unique():
+        sub = table.xs(stream, level="stream")
+        names = metrics or list(dict.fromkeys(sub.index.get_level_values("metric")))
+        for strategy in dict.fromkeys(sub.index.get_level_values("strategy")):
+            cells = [_ci_cell(sub.loc[(strategy, m)]) for m in names]
+            runs = int(sub.loc[(strategy, names[0]), "n"])
+            rows.append((stream, strategy, runs, cells))
+    return rows
+
+
 def summary_markdown(table: pd.DataFrame) -> str:
     """`summary_table` as Markdown: one table per stream, cells ``mean [low, high]``."""
     sections = []
@@ -298,9 +323,7 @@ def summary_markdown(table: pd.DataFrame) -> str:
             "| " + " | ".join(header) + " |",
             "| " + " | ".join(["---", "---:"] + ["---:"] * len(metrics)) + " |",
         ]
-        for strategy in dict.fromkeys(sub.index.get_level_values("strategy")):
-            cells = [_ci_cell(sub.loc[(strategy, m)]) for m in metrics]
-            runs = int(sub.loc[(strategy, metrics[0]), "n"])
+        for _, strategy, runs, cells in summary_rows(table.xs(stream, drop_level=False)):
             lines.append("| " + " | ".join([strategy, str(runs), *cells]) + " |")
         sections.append("\n".join(lines))
     return "\n\n".join(sections) + "\n"
