@@ -10,6 +10,7 @@ written atomically. Runs (`lifelong.experiment.runs`) write through `write_resul
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -110,7 +111,68 @@ def find_runs(paths: Sequence[str | Path] | str | Path) -> list[RunRecord]:
             raise RunDirError(f"{root}: not a directory (expected run directories under it)")
         for run_dir in _run_dirs(root):
             found.setdefault(run_dir.resolve(), load_run(run_dir))
-    return sorted(found.values(), key=lambda r: r.run_dir)
+    return distinguish_variants(sorted(found.values(), key=lambda r: r.run_dir))
+
+
+SAME_RUN_KEYS = frozenset(
+    {
+        *("stream", "strategy", "strategy_options", "order", "tasks", "cluster_order", "seed"),
+        *("data_dir", "glove", "output_dir", "run_index", "token_cache"),
+        *("checkpoint_every", "keep_checkpoint", "progress", "eval_batch_size"),
+        *("device", "compile", "memory_index"),
+        *("loggers", "tracking_uri", "wandb_mode", "log_group"),
+    }
+)
+"""Run-config keys that do not make two runs of a strategy different configurations: the
+grouping and averaging axes, paths, bookkeeping and where it ran (a run resumes on another device;
+``compile`` and the search backend compute the same numbers). Every other key, sizes, encoder,
+learning rate, precision, does."""
+
+
+def distinguish_variants(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """Name apart the runs of one strategy whose configurations differ beyond order and seed.
+
+    Reports average the runs of each (stream, strategy) over orders and seeds; runs with other
+    settings (another ``adapt_scope``, ``replay_ratio``, learning rate or size) are not the
+    same configuration and must not be averaged together. Within each (stream, strategy), the
+    keys whose values differ are appended to the strategy's name, e.g. ``mbpa++
+    (adapt_scope=top1)``: the strategy's own options (a run that leaves one at its default has
+    ``default``) and the run keys outside `SAME_RUN_KEYS` that every run of the group records
+    (older run directories may lack keys added since). Groups that agree keep their name.
+    """
+    groups: dict[tuple[str, str], list[RunRecord]] = {}
+    for record in records:
+        groups.setdefault((record.stream, record.strategy), []).append(record)
+    renamed: dict[int, RunRecord] = {}
+    for (stream, strategy), group in groups.items():
+        settings = [run_settings(r) for r in group]
+        shared = set.intersection(*(set(s) for s in settings))
+        optional = {k for s in settings for k in s if k.startswith("options.")}
+        differing = sorted(
+            k for k in shared | optional if len({repr(s.get(k, "default")) for s in settings}) > 1
+        )
+        if not differing:
+            continue
+        log.info("runs of %s on %s differ in %s: named apart", strategy, stream, differing)
+        for record, values in zip(group, settings):
+            label = ", ".join(
+                f"{k.removeprefix('options.')}={values.get(k, 'default')}" for k in differing
+            )
+            renamed[id(record)] = dataclasses.replace(record, strategy=f"{strategy} ({label})")
+    return [renamed.get(id(r), r) for r in records]
+
+
+def run_settings(record: RunRecord) -> dict[str, Any]:
+    """What makes a run's configuration (compared between runs of one strategy).
+
+    Its run keys outside `SAME_RUN_KEYS`, and its strategy's own options as ``options.<key>``
+    (only those its config sets).
+    """
+    config = record.config
+    values = {k: v for k, v in config.items() if k not in SAME_RUN_KEYS}
+    options = (config.get("strategy_options") or {}).get(record.strategy) or {}
+    values.update({f"options.{k}": v for k, v in options.items()})
+    return values
 
 
 TRACKER_STORE_MARKERS = ("meta.yaml",)

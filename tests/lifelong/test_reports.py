@@ -177,18 +177,40 @@ def test_no_runs_or_missing_path(tmp_path):
         find_runs([tmp_path / "nowhere"])
 
 
-def test_pooling_different_settings_warns(tmp_path, caplog):
+def test_runs_of_other_settings_are_named_apart_not_pooled(tmp_path, caplog):
     make_run(tmp_path / "a", "replay", "i", 0, lr=1e-4)
     make_run(tmp_path / "b", "replay", "i", 1, lr=3e-5)
     with caplog.at_level(logging.WARNING, logger="lifelong.experiment.reports"):
-        report_table([tmp_path])
-    assert "differ in lr" in caplog.text
+        table = report_table([tmp_path])
+    assert caplog.text == ""  # not pooled, so nothing to warn about
+    strategies = set(table.index.get_level_values("strategy"))
+    assert strategies == {"replay (lr=0.0001)", "replay (lr=3e-05)"}
     caplog.clear()
     make_run(tmp_path / "c", "seq", "i", 0, output_dir="sweep_a", eval_batch_size=8)
     make_run(tmp_path / "d", "seq", "i", 1, output_dir="sweep_b")
     with caplog.at_level(logging.WARNING, logger="lifelong.experiment.reports"):
         report_table([tmp_path / "c", tmp_path / "d"])
     assert caplog.text == ""  # where runs were written does not change their numbers
+
+
+def test_only_the_differing_options_name_a_variant(tmp_path):
+    head = {"mbpa++": {"adapt_scope": "head", "replay_ratio": 0.1}}
+    top1 = {"mbpa++": {"adapt_scope": "top1", "replay_ratio": 0.1}}
+    make_run(tmp_path / "h0", "mbpa++", "i", 0, 50.0, strategy_options=head)
+    make_run(tmp_path / "h1", "mbpa++", "ii", 0, 52.0, strategy_options=head)
+    make_run(tmp_path / "t0", "mbpa++", "i", 0, 55.0, strategy_options=top1)
+    make_run(tmp_path / "t1", "mbpa++", "i", 1, 57.0, strategy_options={"mbpa++": {}})
+    make_run(tmp_path / "s0", "seq", "i", 0, 20.0, strategy_options=top1)  # not its options
+    names = {r.run_dir.name: r.strategy for r in find_runs(tmp_path)}
+    assert names == {
+        "h0": "mbpa++ (adapt_scope=head, replay_ratio=0.1)",
+        "h1": "mbpa++ (adapt_scope=head, replay_ratio=0.1)",
+        "t0": "mbpa++ (adapt_scope=top1, replay_ratio=0.1)",
+        "t1": "mbpa++ (adapt_scope=default, replay_ratio=default)",
+        "s0": "seq",
+    }
+    same = find_runs([tmp_path / "h0", tmp_path / "h1"])  # one configuration: its plain name
+    assert {r.strategy for r in same} == {"mbpa++"}
 
 
 def test_markdown(grid):

@@ -21,6 +21,7 @@ from lifelong.experiment.rundir import (
     RunRecord,
     _is_number,
     as_records,
+    run_settings,
 )
 from lifelong.streams.core import CUSTOM_PREFIX
 
@@ -48,10 +49,6 @@ STATS = ("mean", "std", "n")
 AVERAGE = "average"
 FORMATS = ("markdown", "latex", "csv")
 
-# Config keys that do not change a run's numbers: runs differing only in these pool as seeds.
-_NOT_SETTINGS = frozenset(
-    {"seed", "output_dir", "run_index", "progress", "eval_batch_size", "compile"}
-)
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
     "&": r"\&",
@@ -171,17 +168,11 @@ def _warn_pooled(records: list[RunRecord]) -> None:
         repeated = sorted({s for s in seeds if seeds.count(s) > 1})
         if repeated:
             log.warning("%s: several runs with seed(s) %s, each counted as a seed", where, repeated)
-        settings = [_settings(r) for r in group if r.config]
+        settings = [run_settings(r) for r in group if r.config]
         differing = sorted({k for s in settings for k in s if s.get(k) != settings[0].get(k)})
         if differing:
             log.warning("%s: runs pooled as seeds differ in %s", where, ", ".join(differing))
 
-
-def _settings(record: RunRecord) -> dict[str, Any]:
-    config = {k: v for k, v in record.config.items() if k not in _NOT_SETTINGS}
-    options = config.pop("strategy_options", None) or {}
-    config["strategy_options"] = options.get(record.strategy) if isinstance(options, dict) else {}
-    return config
 
 
 # --- formatters -----------------------------------------------------------------------------
