@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import torch
 from torch import nn
@@ -263,30 +263,25 @@ class HFEncoder(nn.Module):
         x: torch.Tensor,
         attention_mask: torch.Tensor,
         start: int,
-        *,
-        token_type_ids: torch.Tensor | None = None,
-        packed: bool = False,
-        project: Projection | None = None,
-        layout: PackedLayout | None = None,
-        pooled_only: bool = False,
+        **options: Unpack[StageOptions],
     ) -> EncoderOutput:
-        """Finish encoding from stage ``start`` (see `run_stages`).
+        """Finish encoding from stage ``start``, with `run_stages`' keyword ``options``.
 
         With ``pooled_only`` only ``pooled`` is meant to be read (``hidden`` holds zeros past
         each row's first position when ``packed``).
         """
-        hidden = self.run_stages(
-            x,
-            attention_mask,
-            start,
-            self.num_layers + 1,
-            token_type_ids=token_type_ids,
-            packed=packed,
-            project=project,
-            layout=layout,
-            pooled_only=pooled_only,
-        )
+        hidden = self.run_stages(x, attention_mask, start, self.num_layers + 1, **options)
         return EncoderOutput(hidden=hidden, pooled=self.pool(hidden), memory=None)
+
+
+class StageOptions(TypedDict, total=False):
+    """`HFEncoder.run_stages`' keyword options, which `HFEncoder.resume` passes on."""
+
+    token_type_ids: torch.Tensor | None
+    packed: bool
+    project: Projection | None
+    layout: PackedLayout | None
+    pooled_only: bool
 
 
 def supports_packing(layer: nn.Module) -> bool:
