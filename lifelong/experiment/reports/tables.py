@@ -174,7 +174,6 @@ def _warn_pooled(records: list[RunRecord]) -> None:
             log.warning("%s: runs pooled as seeds differ in %s", where, ", ".join(differing))
 
 
-
 # --- formatters -----------------------------------------------------------------------------
 
 
