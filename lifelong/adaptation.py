@@ -30,6 +30,7 @@ from torch.func import vmap
 
 from lifelong.encoders.base import attention_implementation
 from lifelong.encoders.hf import PackedLayout
+from lifelong.heads import reads_pooled_only
 from lifelong.inner_loop import Params, local_adapt
 from lifelong.lowrank import (
     TokenOwners,
@@ -76,7 +77,7 @@ def frozen_prefix(
     types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
     with torch.no_grad():
         x = model.encoder.run_stages(ids, mask, 0, stage, packed=True, **types)  # (n, t, d)
-    if stage == model.encoder.num_layers + 1 and not getattr(model.head, "reads_tokens", False):
+    if stage == model.encoder.num_layers + 1 and reads_pooled_only(model.head):
         return x[:, :1], mask[:, :1]
     return x, mask
 

@@ -10,6 +10,15 @@ from torch import nn
 from lifelong.encoders.base import EncoderOutput
 
 
+def reads_pooled_only(head: nn.Module) -> bool:
+    """Whether ``head`` reads the pooled vector alone (its ``reads_tokens`` is False).
+
+    Local adaptation then keeps only [CLS] in its caches and computes the last layer there
+    only. A head that does not declare ``reads_tokens`` is taken to read every token.
+    """
+    return getattr(head, "reads_tokens", True) is False
+
+
 class SpanHead(nn.Module):
     """Start and end scores for every token (BERT's SQuAD head): a linear layer over tokens.
 

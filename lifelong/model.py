@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import Encoder, reads_token_types
+from lifelong.heads import reads_pooled_only
 from lifelong.memory.records import ExampleRecords
 
 
@@ -299,7 +300,7 @@ class Classifier(nn.Module):
             types = {"token_type_ids": token_type_ids}
         if start is None:
             return self.head(self.encoder(x, attention_mask, **types))
-        pooled_only = packed and not getattr(self.head, "reads_tokens", True)
+        pooled_only = packed and reads_pooled_only(self.head)
         output = self.encoder.resume(
             x, attention_mask, start, packed=packed, pooled_only=pooled_only, **types
         )

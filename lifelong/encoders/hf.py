@@ -233,8 +233,11 @@ class HFEncoder(nn.Module):
             layout = PackedLayout.of(attention_mask) if layout is None else layout
             tokens = x.reshape(-1, x.shape[-1])[layout.index]  # (n, d) real tokens
             index = layout.index
+            # a row without real tokens has no first token: compute the full last layer then
+            pooled_only = pooled_only and stop == len(layers) + 1
+            pooled_only = pooled_only and bool(attention_mask.bool().any(dim=1).all())
             for i in range(start - 1, stop - 1):
-                first_only = pooled_only and layout.rows_real and i == len(layers) - 1
+                first_only = pooled_only and i == len(layers) - 1
                 if first_only:
                     index = layout.index[layout.firsts]  # (b,) each row's first real token
                 tokens = packed_layer(layers[i], tokens, layout, project or _linear, first_only)
@@ -377,8 +380,8 @@ class PackedLayout:
         inverse: Its inverse permutation (``None`` with ``order``).
         buckets: The attention blocks, in bucket order.
         firsts: Each row's first real token, as a position among the n real tokens, rows in
-            bucket order (the buckets' rows one after another), shape (b,).
-        rows_real: Whether every row holds a real token (``firsts`` is meaningful only then).
+            bucket order (the buckets' rows one after another), shape (b,); meaningful only
+            when every row holds a real token.
 
     """
 
@@ -387,7 +390,6 @@ class PackedLayout:
     inverse: torch.Tensor | None
     buckets: tuple[Bucket, ...]
     firsts: torch.Tensor
-    rows_real: bool = True
 
     @classmethod
     def of(cls, attention_mask: torch.Tensor, rows_per_bucket: int = 16) -> PackedLayout:
@@ -404,9 +406,8 @@ class PackedLayout:
         index = mask.reshape(-1).nonzero().squeeze(1)  # (n,)
         lengths = mask.sum(dim=1)  # (b,)
         firsts = torch.cumsum(lengths, 0) - lengths  # (b,) first token of each row
-        rows_real = bool(lengths.min() > 0) if b else True
         if b <= rows_per_bucket:
-            return cls(index, None, None, (_bucket(lengths, 0),), firsts, rows_real)
+            return cls(index, None, None, (_bucket(lengths, 0),), firsts)
         by_length = torch.argsort(lengths, stable=True)  # (b,)
         # each real token's row and its rank within the row, in row-major order
         row = index // mask.shape[1]  # (n,)
@@ -422,7 +423,7 @@ class PackedLayout:
             part = lengths[by_length[s : s + rows_per_bucket]]
             buckets.append(_bucket(part, start))
             start = buckets[-1].stop
-        return cls(index, order, inverse, tuple(buckets), firsts[by_length], rows_real)
+        return cls(index, order, inverse, tuple(buckets), firsts[by_length])
 
     @classmethod
     def dense(cls, attention_mask: torch.Tensor) -> PackedLayout:
@@ -463,8 +464,8 @@ def packed_layer(
         tokens: Hidden states of the real tokens, shape (n, d), in row-major (b, t) order.
         layout: Where they sit and how attention groups their rows (`PackedLayout.of`).
         project: Applies each linear projection (see `Projection`; default: the module).
-        first_only: Only each row's first token's output is wanted (``layout.rows_real``
-            must hold): every token still gives its key and value, but the query, the
+        first_only: Only each row's first token's output is wanted (every row must hold a
+            real token): every token still gives its key and value, but the query, the
             attention output, the feed-forward block and their LayerNorms run on the b first
             tokens alone (the layer's cost from about 12·d² per token to 2·d² per token plus
             10·d² per row).

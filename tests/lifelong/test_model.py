@@ -130,3 +130,33 @@ def test_classifier_needs_the_head_matching_the_batch(task):
     batch = task(list(toy_stream().tasks[1].train[:2]))  # labels 2, 3 are outside a 2-way head
     with pytest.raises(IndexError):
         model.loss(batch)
+
+
+class SecondTokenHead(torch.nn.Module):
+    """A third-party head that reads a token past [CLS] and does not declare ``reads_tokens``."""
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(hidden_size, 3)
+
+    def forward(self, encoded):
+        return self.linear(encoded.hidden[:, 1])
+
+
+def test_only_heads_that_declare_it_get_the_cls_only_last_layer():
+    from lifelong.encoders import load_encoder
+    from lifelong.heads import ClassificationHead, reads_pooled_only
+
+    torch.manual_seed(0)
+    encoder = load_encoder("tiny").eval()
+    ids = torch.randint(1000, 2000, (3, 7))
+    mask = torch.ones_like(ids)
+    mask[1, 4:] = 0
+    x = encoder.run_stages(ids, mask, 0, encoder.num_layers)  # the top layer's input
+    for head in (SecondTokenHead(encoder.hidden_size), ClassificationHead(encoder.hidden_size, 3)):
+        model = Classifier(encoder, head).eval()
+        full = model(x, mask, start=encoder.num_layers)
+        packed = model(x, mask, start=encoder.num_layers, packed=True)
+        torch.testing.assert_close(packed, full, atol=1e-5, rtol=0)
+    assert not reads_pooled_only(SecondTokenHead(4))  # undeclared: every token is kept
+    assert reads_pooled_only(ClassificationHead(4, 3))

@@ -323,7 +323,7 @@ def summary_markdown(table: pd.DataFrame) -> str:
             "| " + " | ".join(header) + " |",
             "| " + " | ".join(["---", "---:"] + ["---:"] * len(metrics)) + " |",
         ]
-        for _, strategy, runs, cells in summary_rows(table.xs(stream, drop_level=False)):
+        for _, strategy, runs, cells in summary_rows(table.loc[[stream]], metrics):
             lines.append("| " + " | ".join([strategy, str(runs), *cells]) + " |")
         sections.append("\n".join(lines))
     return "\n\n".join(sections) + "\n"
