@@ -61,13 +61,28 @@ class RunIndex:
         self.path = Path(path)
         self.timeout = timeout
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with self._connect() as conn:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._set_up()
+                return
+            except sqlite3.OperationalError as err:
+                if not _transient(err) or time.monotonic() >= deadline:
+                    raise RunIndexError(f"{self.path}: not a usable run index: {err}") from None
+                time.sleep(0.05)
+            except sqlite3.DatabaseError as err:
+                raise RunIndexError(f"{self.path}: not a usable run index: {err}") from None
+
+    def _set_up(self) -> None:
+        # Switching a database to WAL takes an exclusive lock, and SQLite answers "database is
+        # locked" at once (no busy handler) when several processes open a cold index together,
+        # as parallel sweep workers do: switch only when not already in WAL, and the caller
+        # retries that transient error until ``timeout``.
+        with self._connect() as conn:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
-                with _transaction(conn):
-                    conn.execute(_SCHEMA)
-        except sqlite3.DatabaseError as err:
-            raise RunIndexError(f"{self.path}: not a usable run index: {err}") from None
+            with _transaction(conn):
+                conn.execute(_SCHEMA)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -175,6 +190,12 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _transient(err: sqlite3.OperationalError) -> bool:
+    """Whether ``err`` is another connection's lock, which passes, not a broken file."""
+    text = str(err).lower()
+    return "locked" in text or "busy" in text
 
 
 def _key(run_dir: str | Path) -> str:

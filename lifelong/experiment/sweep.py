@@ -48,7 +48,7 @@ from lifelong.experiment.config import (
     read_yaml,
     strategy_options,
 )
-from lifelong.experiment.index import default_index_path
+from lifelong.experiment.index import RunIndex, default_index_path
 from lifelong.experiment.lock import RunLockedError, hold
 from lifelong.experiment.rundir import is_finished, path_part
 
@@ -257,14 +257,16 @@ def run_sweep(
         raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if jobs < 1:
         raise ConfigError(f"--jobs must be >= 1, got {jobs}")
+    if gpus_per_run is not None and not 0 <= gpus_per_run < math.inf:
+        raise ConfigError(f"--gpus-per-run must be a finite number >= 0, got {gpus_per_run}")
     points = _with_shared_index(sweep)
     todo = [p for p in points if not _finished(p.run_dir)]
+    if todo:  # create the shared index (and switch it to WAL) once, before any worker opens it
+        RunIndex(todo[0].config.run_index)
     results = {p.run_dir: PointResult(p.run_dir, "skipped") for p in points if p not in todo}
     for result in results.values():
         _notify(on_result, result)
     log.info("sweep %s: %d runs, %d to do", sweep.name, len(points), len(todo))
-    if gpus_per_run is not None and not 0 <= gpus_per_run < math.inf:
-        raise ConfigError(f"--gpus-per-run must be a finite number >= 0, got {gpus_per_run}")
     threads = 1 if backend == "ray" else _threads(jobs)  # a Ray task holds one CPU
     # the config keeps its device (auto, cuda): each worker's visible GPUs make it concrete,
     # and a resumed point resolves it afresh wherever it runs

@@ -62,3 +62,59 @@ def test_concurrent_writers_lose_no_rows(tmp_path):
         assert w.exitcode == 0
     rows = RunIndex(path).rows()
     assert len(rows) == 180 and {r["status"] for r in rows} == {"finished"}
+
+
+def test_a_lock_met_while_opening_is_waited_out_and_a_lasting_one_named(tmp_path, monkeypatch):
+    # SQLite answers "database is locked" at once, without its busy handler, to some opens of
+    # a cold index by several processes together (a Ray sweep's workers did, in CI): opening
+    # retries that until `timeout`, and still names the file when the lock does not pass
+    import sqlite3
+
+    real = RunIndex._set_up
+    refusals = iter([True, True, False])
+
+    def sometimes_locked(self):
+        if next(refusals, False):
+            raise sqlite3.OperationalError("database is locked")
+        real(self)
+
+    monkeypatch.setattr(RunIndex, "_set_up", sometimes_locked)
+    RunIndex(tmp_path / "index.sqlite", timeout=5).start(tmp_path / "a", config(0))
+    assert [r["name"] for r in RunIndex(tmp_path / "index.sqlite").rows()] == ["a"]
+
+    def always_locked(self):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(RunIndex, "_set_up", always_locked)
+    with pytest.raises(RunIndexError, match=r"other\.sqlite: not a usable run index: .*locked"):
+        RunIndex(tmp_path / "other.sqlite", timeout=0.2)
+
+
+def _opener(path, start, errors):
+    start.wait()
+    try:
+        RunIndex(path, timeout=30)
+    except RunIndexError as err:
+        errors.put(str(err))
+
+
+def test_many_processes_opening_a_cold_index_together_all_get_it(tmp_path):
+    path = tmp_path / "index.sqlite"
+    context = multiprocessing.get_context("spawn")
+    start, errors = context.Event(), context.Queue()
+    openers = [context.Process(target=_opener, args=(path, start, errors)) for _ in range(8)]
+    for p in openers:
+        p.start()
+    start.set()
+    for p in openers:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    assert errors.empty()
+    assert sqlite3_mode(path) == "wal"
+
+
+def sqlite3_mode(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        return conn.execute("PRAGMA journal_mode").fetchone()[0]
