@@ -38,6 +38,7 @@ def test_meta_mbpa_is_timed_with_its_k_neighbours_not_an_empty_memory(monkeypatc
     monkeypatch.syspath_prepend(str(BENCH))
     sys.modules.pop("scale", None)
     import scale
+
     from lifelong.encoders import load_tokenizer
     from lifelong.runtime import Runtime
     from lifelong.strategy import StrategyContext
