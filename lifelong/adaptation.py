@@ -50,7 +50,7 @@ from lifelong.options import (
     option_group,
 )
 from lifelong.runtime import eager_call
-from lifelong.scopes import Head, Lora, Scope, parse_scope
+from lifelong.scopes import All, Head, Lora, Scope, parse_scope
 from lifelong.training import TaskTraining, evaluating
 
 if TYPE_CHECKING:
@@ -109,7 +109,9 @@ class LocalAdaptationOptions:
 class AdaptationOptions(LocalAdaptationOptions):
     """Test-time local adaptation of the MbPA family: what to adapt, along which path."""
 
-    adapt_path: Literal["fast", "reference"] = "fast"  # batched/cached, or one example at a time
+    # fast: batched/cached (on CUDA with scope all: the reference, measured faster there);
+    # reference: one example at a time, full forward passes
+    adapt_path: Literal["fast", "reference"] = "fast"
     retrieval: Literal["nearest", "random"] = "nearest"  # key network + memory, or MbPA++-rand
     # test examples per call; 0 = 64 head, lora 16 on CUDA (1 on CPU: measured faster), else 1
     fast_chunk: NonNegativeInt = 0
@@ -228,12 +230,25 @@ class LocalAdapter:
                 with torch.no_grad():
                     return self.model(*batch.inputs())
             slots = self.neighbours(batch)
-            path = self.fast_logits if self.options.adapt_path == "fast" else self.reference_logits
-            if isinstance(self.scope, Lora):
-                path = self.lora_logits
-            out = path(batch, slots)
+            out = self.path(batch.input_ids.device)(batch, slots)
             self.adapted += batch.num_examples
             return out
+
+    def path(self, device: torch.device) -> Callable[[Batch, np.ndarray], torch.Tensor]:
+        """The adaptation path for ``adapt_path``, the scope and the device.
+
+        ``fast`` with ``adapt_scope: all`` on CUDA runs the reference path: both compute the
+        same adaptation, and on an H100 the fast path's one-example packed steps ran at 0.64x
+        the reference's padded batch of K neighbours (`docs/guide/devices.md`, the first GPU
+        run); on a CPU the fast path is the faster one. ``lora`` has a path of its own.
+        """
+        if isinstance(self.scope, Lora):
+            return self.lora_logits
+        if self.options.adapt_path == "reference":
+            return self.reference_logits
+        if isinstance(self.scope, All) and device.type == "cuda":
+            return self.reference_logits
+        return self.fast_logits
 
     def _adapt_kwargs(self) -> dict[str, Any]:
         o = self.options
