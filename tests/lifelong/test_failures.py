@@ -257,6 +257,9 @@ CTRL_C = textwrap.dedent(
     from lifelong import registry
     from lifelong.experiment.cli import main
 
+    # as in a terminal: a suite started in the background (`cmd &` in a script) passes SIGINT
+    # down ignored, and the interrupt below would then do nothing
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     build = registry.build
 
     def interrupting_build(*args, **kwargs):
