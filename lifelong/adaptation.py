@@ -109,7 +109,7 @@ class LocalAdaptationOptions:
 class AdaptationOptions(LocalAdaptationOptions):
     """Test-time local adaptation of the MbPA family: what to adapt, along which path."""
 
-    # fast: batched/cached (on CUDA with scope all: the reference, measured faster there);
+    # fast: batched/cached (on CUDA with scope all and fast_chunk 0: the reference, faster there);
     # reference: one example at a time, full forward passes
     adapt_path: Literal["fast", "reference"] = "fast"
     retrieval: Literal["nearest", "random"] = "nearest"  # key network + memory, or MbPA++-rand
@@ -237,16 +237,18 @@ class LocalAdapter:
     def path(self, device: torch.device) -> Callable[[Batch, np.ndarray], torch.Tensor]:
         """The adaptation path for ``adapt_path``, the scope and the device.
 
-        ``fast`` with ``adapt_scope: all`` on CUDA runs the reference path: both compute the
-        same adaptation, and on an H100 the fast path's one-example packed steps ran at 0.64x
-        the reference's padded batch of K neighbours (`docs/guide/devices.md`, the first GPU
-        run); on a CPU the fast path is the faster one. ``lora`` has a path of its own.
+        ``fast`` with ``adapt_scope: all`` and the default ``fast_chunk`` (0: one example at a
+        time) on CUDA runs the reference path: both compute the same adaptation, and on an
+        H100 the fast path's one-example packed steps ran at 0.64x the reference's padded batch
+        of K neighbours (`docs/guide/devices.md`, the first GPU run); on a CPU the fast path is
+        the faster one. A ``fast_chunk`` the user set is kept (the vmapped fast path, not
+        measured on a GPU). ``lora`` has a path of its own.
         """
         if isinstance(self.scope, Lora):
             return self.lora_logits
         if self.options.adapt_path == "reference":
             return self.reference_logits
-        if isinstance(self.scope, All) and device.type == "cuda":
+        if isinstance(self.scope, All) and device.type == "cuda" and not self.options.fast_chunk:
             return self.reference_logits
         return self.fast_logits
 

@@ -250,13 +250,12 @@ def main() -> None:
         runtime.synchronize()
         seconds = time.perf_counter() - t0
         accuracy = float((logits.argmax(-1) == batch.labels).float().mean()) * 100
-        kind = row.scope if row.path == "fast" else "reference"
+        chosen = adapter.path(batch.input_ids.device).__name__
+        redirected = row.path == "fast" and chosen == "reference_logits"
+        kind = row.scope if row.path == "fast" and not redirected else "reference"
         results[row.label] = (kind, seconds, accuracy)
         rate = len(batch) / seconds
-        chosen = adapter.path(batch.input_ids.device).__name__
-        note = "  (the reference path: `LocalAdapter.path`)" if (
-            row.path == "fast" and chosen == "reference_logits"
-        ) else ""  # fmt: skip
+        note = "  (the reference path: `LocalAdapter.path`)" if redirected else ""
         print(f"  {row.label:<24} {rate:9.3f} ex/s  acc {accuracy:5.1f}%{note}", flush=True)
 
     ref_seconds = results["reference all"][1]

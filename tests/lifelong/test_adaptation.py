@@ -69,6 +69,8 @@ def test_the_fast_path_on_cuda_adapts_all_weights_along_the_reference_path(setup
         ("lora", "cpu"): "lora_logits",
     }
     assert adapter(setup, adapt_path="reference").path(cpu).__name__ == "reference_logits"
+    # a fast_chunk the user chose keeps the (vmapped) fast path
+    assert adapter(setup, adapt_scope="all", fast_chunk=4).path(cuda).__name__ == "fast_logits"
 
 
 def test_adaptation_changes_predictions_and_never_the_base_weights(setup):
