@@ -33,6 +33,7 @@ bench: setup
 	$(OFFLINE) $(BIN)/python experiments/bench/local_adaptation.py
 	$(OFFLINE) $(BIN)/python experiments/bench/last_layer.py
 	$(OFFLINE) $(BIN)/python experiments/bench/inference.py
+	$(OFFLINE) $(BIN)/python experiments/bench/meta_step.py
 	$(OFFLINE) $(BIN)/python experiments/bench/encoders.py
 
 lint: setup

@@ -1,0 +1,32 @@
+"""The Meta-MbPA step bench runs on a tiny model and prints each scope's cost against SEQ's."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "experiments" / "bench"
+
+
+def test_meta_step_bench_prints_each_scope_against_seq(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("meta_step", None)
+    import meta_step
+
+    meta_step.main(["--encoder", "tiny", "--steps", "1", "--scopes", "top1,head"])
+    out = capsys.readouterr().out
+    assert "memory of 64 examples, K = 32" in out
+    assert re.search(r"^seq\s+[\d.]+ s/example$", out, re.M)
+    for scope in ("top1", "head"):
+        ratio = re.search(rf"^meta-mbpa {scope}\s+[\d.]+ s/example\s+([\d.]+)x seq$", out, re.M)
+        assert ratio and float(ratio.group(1)) > 0
+
+
+def test_meta_step_bench_refuses_no_timed_steps(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("meta_step", None)
+    import meta_step
+
+    with pytest.raises(SystemExit):
+        meta_step.main(["--encoder", "tiny", "--steps", "0"])
