@@ -68,6 +68,8 @@ TEST = 38_000  # 5 x 7,600
 TASKS = 5
 BATCH = 32
 PAPER_RATIO = 0.01  # 100 replayed examples per 10,000 (§4.2)
+EPISODE_BATCHES = {"oml-er": 6, "anml-er": 6, "maml-er": 6}
+"""Stream batches per outer update: m = 5 support batches and a query (Holla et al., 2020, §4)."""
 NEIGHBOURS = 32  # K (de Masson d'Autume et al., 2019, §4.2; Wang et al., 2020)
 STRATEGIES = ("seq", "replay", "mbpa++", "meta-mbpa", "oml-er", "anml-er")
 
@@ -285,6 +287,14 @@ def main(argv: list[str] | None = None) -> None:
     runtime = Runtime.resolve(args.device, args.precision)
     gpu = runtime.device.type == "cuda"
     steps = args.steps or (24 if gpu else 6)  # whole OML-ER/ANML-ER episodes (m + 1 = 6 batches)
+    episodic = sorted(set(args.strategies.split(",")) & set(EPISODE_BATCHES))
+    for name in episodic:
+        if steps % EPISODE_BATCHES[name]:
+            parser.error(
+                f"--steps {steps}: {name} trains once per episode of {EPISODE_BATCHES[name]} "
+                "batches, so its time per example needs a whole number of episodes in the timed "
+                f"window (a multiple of {EPISODE_BATCHES[name]})"
+            )
     adapt_examples = args.adapt_examples or (16 if gpu else 1)
     warmup = 3 if args.compile else 1
     seed_everything(args.seed)

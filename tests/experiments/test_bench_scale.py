@@ -60,3 +60,14 @@ def test_meta_mbpa_is_timed_with_its_k_neighbours_not_an_empty_memory(monkeypatc
     assert [len(n) for n in strategy.neighbours(data[0])] == [scale.NEIGHBOURS] * 32
     assert strategy.memory.policy.__class__.__name__ == "DiversityWrite"  # its policy is back
     assert scale.prefill(scale.registry.build("seq", StrategyContext(model, kind)), data) == 0
+
+
+def test_episodic_strategies_need_whole_episodes_in_the_timed_window(monkeypatch, capsys):
+    # OML-ER trains once per 6 batches: 2 timed batches held no update and printed 17,000x
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("scale", None)
+    import scale
+
+    with pytest.raises(SystemExit):
+        scale.main(["--device", "cpu", "--size", "tiny", "--steps", "2", "--strategies", "oml-er"])
+    assert "oml-er trains once per episode of 6 batches" in capsys.readouterr().err
