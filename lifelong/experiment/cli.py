@@ -322,9 +322,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--metric",
-        default="average_accuracy",
-        help="the metric --compare and --claims compare (a metrics.json key; default "
-        "average_accuracy)",
+        default=None,
+        help="the metric --compare and --claims compare (a metrics.json key; default: each "
+        "stream's own, pooled_accuracy on fewrel, average_accuracy elsewhere)",
     )
     parser.add_argument(
         "--method",

@@ -1,6 +1,7 @@
 """The papers' claimed orderings, judged by paired intervals on runs."""
 
 import argparse
+import json
 
 import pytest
 
@@ -47,7 +48,35 @@ def test_report_claims_prints_one_row_per_claim(runs, capsys):
     add_report_arguments(parser)
     assert command(parser.parse_args([str(runs), "--claims", "text"])) == 0
     out = capsys.readouterr().out
-    assert out.startswith("| claim (text) | a − b | 95% CI | paired runs | verdict |")
+    assert out.startswith(
+        "| claim (text, average_accuracy) | a − b | 95% CI | paired runs | verdict |"
+    )
     row = next(line for line in out.splitlines() if line.startswith("| replay > seq |"))
     assert row.endswith("| 4 | holds |")
     assert len(out.strip().splitlines()) == 2 + len(claims("text"))
+
+
+def test_fewrel_claims_and_comparisons_are_judged_on_the_pooled_test_set(tmp_path, capsys):
+    # Holla et al. (2020) score lifelong FewRel on one test set of every cluster's relations:
+    # the pooled accuracy, which orders these runs the other way round from the cluster mean
+    for order in (0, 1):
+        for name, average, pooled in (("replay", 30.0, 60.0), ("seq", 40.0, 20.0)):
+            run = tmp_path / f"{name}_{order}"
+            make_run(run, name, value=average + order, stream="fewrel", cluster_order=order)
+            metrics = json.loads((run / "metrics.json").read_text())
+            metrics["pooled_accuracy"] = pooled + order
+            (run / "metrics.json").write_text(json.dumps(metrics))
+    records = find_runs([tmp_path])
+    judged = {str(j.claim): j for j in judge(records, "fewrel")}
+    assert judged["replay > seq"].verdict == "holds"  # two pairs, both +40
+    assert judged["replay > seq"].comparison.metric == "pooled_accuracy"
+    assert judged["replay > seq"].comparison.difference.mean == pytest.approx(40.0)
+    averaged = {str(j.claim): j for j in judge(records, "fewrel", "average_accuracy")}
+    assert averaged["replay > seq"].comparison.difference.mean == pytest.approx(-10.0)
+    assert averaged["replay > seq"].verdict == "reversed"
+    parser = argparse.ArgumentParser()
+    add_report_arguments(parser)
+    assert command(parser.parse_args([str(tmp_path), "--compare", "replay,seq"])) == 0
+    assert "pooled" in capsys.readouterr().out
+    assert command(parser.parse_args([str(tmp_path), "--claims", "fewrel"])) == 0
+    assert capsys.readouterr().out.startswith("| claim (fewrel, pooled_accuracy) |")

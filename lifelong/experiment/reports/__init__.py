@@ -49,6 +49,7 @@ from lifelong.experiment.reports.stats import (
     Comparison,
     Interval,
     compare,
+    headline_metric,
     pairwise_markdown,
     pairwise_table,
     summary_markdown,
@@ -180,7 +181,7 @@ def command(args: argparse.Namespace) -> int:
         from lifelong.experiment.reports.claims import claims_markdown, judge
 
         judged = judge(records, args.claims, args.metric, method=args.method)
-        print(claims_markdown(judged, args.claims), end="")
+        print(claims_markdown(judged, args.claims, args.metric), end="")
         return 0
     table = report_table(records)
     written = _write_report(records, table, out_dir, plots=not args.no_plots)
@@ -196,6 +197,12 @@ def _compare_command(records: list[RunRecord], args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.compare.split(",")]
     if len(names) != 2 or not all(names):
         raise ReportError(f"--compare {args.compare!r}: expected two strategies, A,B")
-    for comparison in compare(records, *names, metric=args.metric, method=args.method):
-        print(comparison.describe())
+    ran = {s: {r.strategy for r in records if r.stream == s} for s in {r.stream for r in records}}
+    both = sorted(s for s, strategies in ran.items() if set(names) <= strategies)
+    if not both:  # raises, naming the strategies that ran
+        compare(records, *names, metric=args.metric or "average_accuracy", method=args.method)
+    for stream in both:  # each stream in its own measure unless --metric says otherwise
+        metric = args.metric or headline_metric(stream)
+        for comparison in compare(records, *names, metric, method=args.method, stream=stream):
+            print(comparison.describe())
     return 0

@@ -35,6 +35,17 @@ from lifelong.experiment.rundir import RunDirError, RunRecord
 CONFIDENCE = 0.95
 """The confidence level of every interval here."""
 
+HEADLINE_METRICS: dict[str, str] = {"fewrel": "pooled_accuracy"}
+"""A stream's own measure where it is not ``average_accuracy``: lifelong FewRel is scored as the
+accuracy on one test set holding every cluster's relations (Holla et al., 2020, §4.1: "a single
+test set"), not as the mean of per-cluster accuracies."""
+
+
+def headline_metric(stream: str) -> str:
+    """The metric a stream's papers compare strategies by (`HEADLINE_METRICS`)."""
+    return HEADLINE_METRICS.get(stream, "average_accuracy")
+
+
 BOOTSTRAP_SAMPLES = 10_000
 """Resamples of a percentile-bootstrap interval (seeded: the same runs give the same interval)."""
 
