@@ -8,6 +8,7 @@ import pytest
 from lifelong.experiment.cli import add_report_arguments
 from lifelong.experiment.reports import command
 from lifelong.experiment.reports.claims import CHAINS, Claim, claims, judge
+from lifelong.experiment.reports.stats import pairwise_table
 from lifelong.experiment.rundir import find_runs
 from tests.lifelong.test_reports import make_run
 
@@ -80,3 +81,6 @@ def test_fewrel_claims_and_comparisons_are_judged_on_the_pooled_test_set(tmp_pat
     assert "pooled" in capsys.readouterr().out
     assert command(parser.parse_args([str(tmp_path), "--claims", "fewrel"])) == 0
     assert capsys.readouterr().out.startswith("| claim (fewrel, pooled_accuracy) |")
+    pairs = pairwise_table(records)  # the report's table: the same measure
+    assert pairs.loc[("fewrel", "replay", "seq"), "metric"] == "pooled_accuracy"
+    assert pairs.loc[("fewrel", "replay", "seq"), "difference"] == pytest.approx(40.0)

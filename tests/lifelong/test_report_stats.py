@@ -102,6 +102,6 @@ def test_report_command_compares_and_the_report_holds_the_intervals(runs, tmp_pa
     assert "| forgetting | memory (examples) | minutes per run |" in report  # what runs cost
     replay = next(line for line in report.splitlines() if line.startswith("| replay | 5 |"))
     assert replay.endswith("| 0.0 [0.0, 0.0] |")  # 1.5 s each, as made
-    assert "| text | replay | seq | +10.1 | [" in report
+    assert "| text | average accuracy | replay | seq | +10.1 | [" in report
     with pytest.raises(ReportError, match="expected two strategies"):
         command(parser.parse_args([root, "--compare", "replay"]))

@@ -247,29 +247,33 @@ def compare(
 
 def pairwise_table(
     records: Sequence[RunRecord],
-    metric: str = "average_accuracy",
+    metric: str | None = None,
     *,
     method: Method = "t",
 ) -> pd.DataFrame:
     """`compare` for every pair of strategies of each stream.
 
+    ``metric`` defaults to each stream's own (`headline_metric`: FewRel's pooled accuracy).
+
     Returns:
         One row per (stream, a, b) with ``a`` before ``b`` in order of first appearance:
-        columns ``difference`` (mean of a − b), ``low``, ``high``, ``pairs`` and ``verdict``.
+        columns ``metric``, ``difference`` (mean of a − b), ``low``, ``high``, ``pairs`` and
+        ``verdict``.
 
     """
     rows, index = [], []
     for (stream,), group in _group(records, lambda r: (r.stream,)).items():
         strategies = list(dict.fromkeys(r.strategy for r in group))
+        measure = metric or headline_metric(stream)
         for a, b in combinations(strategies, 2):
-            for c in compare(group, a, b, metric, method=method, stream=stream):
+            for c in compare(group, a, b, measure, method=method, stream=stream):
                 d = c.difference
-                rows.append([d.mean, d.low, d.high, d.n, c.verdict])
+                rows.append([measure, d.mean, d.low, d.high, d.n, c.verdict])
                 index.append((stream, a, b))
     frame = pd.DataFrame(
         rows,
         index=pd.MultiIndex.from_tuples(index, names=["stream", "a", "b"]),
-        columns=["difference", "low", "high", "pairs", "verdict"],
+        columns=["metric", "difference", "low", "high", "pairs", "verdict"],
     )
     return frame.astype({"pairs": "int64"})
 
@@ -340,20 +344,20 @@ def summary_markdown(table: pd.DataFrame) -> str:
     return "\n\n".join(sections) + "\n"
 
 
-def pairwise_markdown(table: pd.DataFrame, metric: str = "average_accuracy") -> str:
-    """`pairwise_table` as Markdown: a − b, its interval, the pairs and the verdict."""
-    label = METRIC_LABELS.get(metric, metric)
+def pairwise_markdown(table: pd.DataFrame) -> str:
+    """`pairwise_table` as Markdown: the metric, a − b, its interval, the pairs and the verdict."""
     lines = [
-        f"## Paired differences of {label} (a − b, 95% CI over shared order × seed runs)",
+        "## Paired differences (a − b, 95% CI over shared order × seed runs)",
         "",
-        "| stream | a | b | a − b | 95% CI | pairs | verdict |",
-        "| --- | --- | --- | ---: | --- | ---: | --- |",
+        "| stream | metric | a | b | a − b | 95% CI | pairs | verdict |",
+        "| --- | --- | --- | --- | ---: | --- | ---: | --- |",
     ]
     for (stream, a, b), row in table.iterrows():
         ci = "–" if math.isnan(row["low"]) else f"[{row['low']:+.1f}, {row['high']:+.1f}]"
+        label = METRIC_LABELS.get(row["metric"], row["metric"])
         lines.append(
-            f"| {stream} | {a} | {b} | {row['difference']:+.1f} | {ci} | {int(row['pairs'])} "
-            f"| {row['verdict']} |"
+            f"| {stream} | {label} | {a} | {b} | {row['difference']:+.1f} | {ci} "
+            f"| {int(row['pairs'])} | {row['verdict']} |"
         )
     return "\n".join(lines) + "\n"
 
