@@ -34,12 +34,15 @@ class StreamSpec(Protocol):
         name: The config's ``stream`` value.
         kind: The task kind its examples are for (`lifelong.tasks`).
         order_key: The key that orders its tasks (what a sweep's ``orders`` axis sets).
+        headline_metric: The ``metrics.json`` key its papers compare strategies by (what
+            ``lifelong report --compare`` and ``--claims`` use by default).
 
     """
 
     name: ClassVar[str]
     kind: ClassVar[str]
     order_key: ClassVar[str]
+    headline_metric: ClassVar[str]
     data_dir: str | None  # every family's (`SourceFields`)
     data_source: str
 

@@ -691,6 +691,7 @@ class QASpec(OrderedFields):
     name: ClassVar[str] = "qa"
     kind: ClassVar[str] = "qa"
     order_key: ClassVar[str] = "order"
+    headline_metric: ClassVar[str] = "average_accuracy"  # the mean over datasets of their F1
     datasets: ClassVar[Collection[str]] = QA_DATASETS
     orders: ClassVar[Mapping[str, tuple[str, ...]]] = QA_ORDERS
     family: ClassVar[str] = "QA "

@@ -551,6 +551,8 @@ class TextSpec(OrderedFields):
     name: ClassVar[str] = "text"
     kind: ClassVar[str] = "classification"
     order_key: ClassVar[str] = "order"
+    # the mean of the five datasets' accuracies (de Masson d'Autume et al., 2019, Table 1)
+    headline_metric: ClassVar[str] = "average_accuracy"
     datasets: ClassVar[Collection[str]] = DATASETS
     orders: ClassVar[Mapping[str, tuple[str, ...]]] = ORDERS
     family: ClassVar[str] = ""

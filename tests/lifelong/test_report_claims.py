@@ -10,6 +10,7 @@ from lifelong.experiment.reports import command
 from lifelong.experiment.reports.claims import CHAINS, Claim, claims, judge
 from lifelong.experiment.reports.stats import pairwise_table
 from lifelong.experiment.rundir import find_runs
+from lifelong.streams.registry import STREAMS
 from tests.lifelong.test_reports import make_run
 
 
@@ -68,6 +69,13 @@ def test_fewrel_claims_and_comparisons_are_judged_on_the_pooled_test_set(tmp_pat
             metrics["pooled_accuracy"] = pooled + order
             (run / "metrics.json").write_text(json.dumps(metrics))
     records = find_runs([tmp_path])
+    # each stream's spec says its measure; reports ask it, not a table of stream names
+    measures = {name: spec.headline_metric for name, spec in STREAMS.items()}
+    assert measures == {
+        "text": "average_accuracy",
+        "qa": "average_accuracy",
+        "fewrel": "pooled_accuracy",
+    }
     judged = {str(j.claim): j for j in judge(records, "fewrel")}
     assert judged["replay > seq"].verdict == "holds"  # two pairs, both +40
     assert judged["replay > seq"].comparison.metric == "pooled_accuracy"

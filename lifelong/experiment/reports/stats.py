@@ -31,19 +31,20 @@ from scipy import stats as scipy_stats
 
 from lifelong.experiment.reports.tables import DEFAULT_METRICS, METRIC_LABELS, _group, _metric
 from lifelong.experiment.rundir import RunDirError, RunRecord
+from lifelong.streams.registry import STREAMS
 
 CONFIDENCE = 0.95
 """The confidence level of every interval here."""
 
-HEADLINE_METRICS: dict[str, str] = {"fewrel": "pooled_accuracy"}
-"""A stream's own measure where it is not ``average_accuracy``: lifelong FewRel is scored as the
-accuracy on one test set holding every cluster's relations (Holla et al., 2020, §4.1: "a single
-test set"), not as the mean of per-cluster accuracies."""
-
 
 def headline_metric(stream: str) -> str:
-    """The metric a stream's papers compare strategies by (`HEADLINE_METRICS`)."""
-    return HEADLINE_METRICS.get(stream, "average_accuracy")
+    """The metric a stream's papers compare strategies by: its spec's ``headline_metric``.
+
+    Lifelong FewRel's is the pooled test set's accuracy; ``average_accuracy`` for the others
+    and for a stream no spec knows.
+    """
+    spec = STREAMS.get(stream)
+    return spec.headline_metric if spec is not None else "average_accuracy"
 
 
 BOOTSTRAP_SAMPLES = 10_000
