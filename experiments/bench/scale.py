@@ -68,8 +68,6 @@ TEST = 38_000  # 5 x 7,600
 TASKS = 5
 BATCH = 32
 PAPER_RATIO = 0.01  # 100 replayed examples per 10,000 (§4.2)
-EPISODE_BATCHES = {"oml-er": 6, "anml-er": 6, "maml-er": 6}
-"""Stream batches per outer update: m = 5 support batches and a query (Holla et al., 2020, §4)."""
 NEIGHBOURS = 32  # K (de Masson d'Autume et al., 2019, §4.2; Wang et al., 2020)
 STRATEGIES = ("seq", "replay", "mbpa++", "meta-mbpa", "oml-er", "anml-er")
 
@@ -131,6 +129,13 @@ def plain_eval(model: Classifier, data: list[Batch], runtime: Runtime) -> float:
 
     forward()  # warm-up
     return seconds(forward, runtime) / sum(len(b) for b in data)
+
+
+def episode_batches(name: str) -> int:
+    """Stream batches per outer update of a meta strategy: its m support batches and a query
+    (``support_batches``, Holla et al., 2020, §4: m = 5); 0 for a strategy updating per batch."""
+    field = registry.get(name).Options.__dataclass_fields__.get("support_batches")
+    return 0 if field is None else int(field.default) + 1
 
 
 def prefill(strategy: object, batches: list[Batch]) -> int:
@@ -287,13 +292,13 @@ def main(argv: list[str] | None = None) -> None:
     runtime = Runtime.resolve(args.device, args.precision)
     gpu = runtime.device.type == "cuda"
     steps = args.steps or (24 if gpu else 6)  # whole OML-ER/ANML-ER episodes (m + 1 = 6 batches)
-    episodic = sorted(set(args.strategies.split(",")) & set(EPISODE_BATCHES))
-    for name in episodic:
-        if steps % EPISODE_BATCHES[name]:
+    for name in args.strategies.split(","):
+        episode = episode_batches(name)
+        if episode and steps % episode:
             parser.error(
-                f"--steps {steps}: {name} trains once per episode of {EPISODE_BATCHES[name]} "
-                "batches, so its time per example needs a whole number of episodes in the timed "
-                f"window (a multiple of {EPISODE_BATCHES[name]})"
+                f"--steps {steps}: {name} trains once per episode of {episode} batches, so its "
+                "time per example needs a whole number of episodes in the timed window (a "
+                f"multiple of {episode})"
             )
     adapt_examples = args.adapt_examples or (16 if gpu else 1)
     warmup = 3 if args.compile else 1
