@@ -29,6 +29,7 @@ _API: dict[str, str] = {
     "Strategy": "lifelong.strategy",
     "StrategyContext": "lifelong.strategy",
     "StrategyHooks": "lifelong.strategy",
+    "ResumableParts": "lifelong.state",
     "StreamResult": "lifelong.learner",
     "DivergenceError": "lifelong.learner",
     "evaluate": "lifelong.learner",

@@ -3,8 +3,8 @@
     self.resumable = ResumableParts(trainer=self.trainer, replay=self.replay, rng=self.rng,
                                     counts=self.counts)
 
-    state_dict = resumable_state_dict  # the parts' states, each under its name
-    load_state_dict = load_resumable_state_dict
+`StrategyHooks.state_dict` and ``load_state_dict`` (the defaults every strategy inherits) save
+and restore ``self.resumable``: the parts' states, each under its name.
 
 A part is anything with ``state_dict`` / ``load_state_dict`` (modules, optimisers, replay,
 memory writers, `Counters`) or a NumPy generator (its bit-generator state).
@@ -77,17 +77,3 @@ def _state(part: Any) -> Any:
     if isinstance(part, np.random.Generator):
         return part.bit_generator.state
     return part.state_dict()
-
-
-def resumable_state_dict(strategy: Any) -> dict[str, Any]:
-    """A strategy's state: the state of its `ResumableParts` (``strategy.resumable``).
-
-    Assigned in a strategy's class body (``state_dict = resumable_state_dict``), it is the
-    strategy's ``state_dict`` method.
-    """
-    return strategy.resumable.state_dict()
-
-
-def load_resumable_state_dict(strategy: Any, state: dict[str, Any]) -> None:
-    """Restore a strategy's `ResumableParts` (``strategy.resumable``) from its ``state_dict``."""
-    strategy.resumable.load_state_dict(state)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from lifelong.runtime import CPU, Runtime
+from lifelong.state import ResumableParts
 
 if TYPE_CHECKING:
     import torch
@@ -149,6 +150,20 @@ class StrategyHooks:
         so the error comes before any data or model loads; the default is always available.
         """
 
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume: the state of the strategy's ``self.resumable``.
+
+        A strategy lists its parts once in ``__init__`` (``self.resumable =
+        ResumableParts(trainer=..., replay=..., rng=...)``: weights, optimiser, memory,
+        counters, generators, `lifelong.state.ResumableParts`); one without that overrides this
+        and `load_state_dict`.
+        """
+        return _resumable(self).state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore ``self.resumable`` from what `state_dict` returned."""
+        _resumable(self).load_state_dict(state)
+
     def report(self) -> dict[str, float]:
         """End-of-run numbers (``metrics.json`` under ``"strategy"``; none by default).
 
@@ -156,6 +171,16 @@ class StrategyHooks:
         of ``metrics.json``, comparable across strategies.
         """
         return {}
+
+
+def _resumable(strategy: StrategyHooks) -> ResumableParts:
+    parts = getattr(strategy, "resumable", None)
+    if not isinstance(parts, ResumableParts):
+        raise TypeError(
+            f"{type(strategy).__name__} has no resumable parts: set self.resumable = "
+            "ResumableParts(...) in __init__, or override state_dict and load_state_dict"
+        )
+    return parts
 
 
 @runtime_checkable

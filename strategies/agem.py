@@ -20,7 +20,7 @@ import torch
 from lifelong.model import Batch, Classifier
 from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
-from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, accumulate
 
@@ -127,6 +127,3 @@ class AGEM(StrategyHooks):
     def report(self) -> dict[str, float]:
         """Examples in memory, write rate, replays and projected updates."""
         return {**self.replay.report(), "projections": self.counts.projections}
-
-    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
-    load_state_dict = load_resumable_state_dict

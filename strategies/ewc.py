@@ -22,7 +22,7 @@ from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveInt, Probability, option_group
 from lifelong.replay_schedule import ClipOptions
-from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
@@ -153,6 +153,3 @@ class EWC(StrategyHooks):
     def predict(self, batch: Batch) -> torch.Tensor:
         """Row scores of the current model."""
         return self.trainer.predict(batch)
-
-    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
-    load_state_dict = load_resumable_state_dict

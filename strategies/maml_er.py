@@ -41,7 +41,7 @@ from lifelong.replay_schedule import (
     WriteOptions,
 )
 from lifelong.runtime import eager_call
-from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer, evaluating
 
@@ -208,6 +208,3 @@ class MAMLER(StrategyHooks):
     def report(self) -> dict[str, float]:
         """Episodes, replay episodes, meta-tests, examples in memory and write rate."""
         return self.meta.report()
-
-    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
-    load_state_dict = load_resumable_state_dict

@@ -16,7 +16,7 @@ from lifelong.adaptation import AdaptationOptions, MemoryAdaptation
 from lifelong.model import Batch
 from lifelong.options import option_group
 from lifelong.replay_schedule import ClipOptions, WriteOptions, episodic_writer
-from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions
 
@@ -73,6 +73,3 @@ class MbPA(StrategyHooks):
     def report(self) -> dict[str, float]:
         """Examples in memory and write rate."""
         return self.writer.report()
-
-    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
-    load_state_dict = load_resumable_state_dict

@@ -24,7 +24,7 @@ from lifelong.replay_schedule import (
     SparseReplay,
     WriteOptions,
 )
-from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions
 
@@ -100,9 +100,6 @@ class MbPAPlusPlus(StrategyHooks):
     def report(self) -> dict[str, float]:
         """Examples in memory, write rate and replays."""
         return self.replay.report()
-
-    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
-    load_state_dict = load_resumable_state_dict
 
 
 class MbPAPlusPlusRand(MbPAPlusPlus):

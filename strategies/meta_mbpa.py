@@ -63,7 +63,7 @@ from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range
 from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, episodic_writer
 from lifelong.runtime import eager_call
 from lifelong.scopes import Head, Lora, Scope, parse_scope
-from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import Example
 from lifelong.training import Trainer, evaluating
@@ -401,6 +401,3 @@ class MetaMbPA(StrategyHooks):
             "meta_replays": self.replay.schedule.replays,
             "coarse_adaptations": self.counts.coarse_adaptations,
         }
-
-    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
-    load_state_dict = load_resumable_state_dict

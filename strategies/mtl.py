@@ -25,7 +25,7 @@ from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch
 from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay_schedule import ClipOptions
-from lifelong.state import Counters, ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import TaskStream
 from lifelong.training import Trainer
@@ -97,6 +97,3 @@ class MTL(StrategyHooks):
     def report(self) -> dict[str, float]:
         """Examples of the joint shuffle trained on."""
         return {"joint_examples": self.counts.taken}
-
-    state_dict = resumable_state_dict  # weights, optimiser, examples taken
-    load_state_dict = load_resumable_state_dict

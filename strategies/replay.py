@@ -31,7 +31,7 @@ from lifelong.replay_schedule import (
     WriteOptions,
     paper_replay_clip,
 )
-from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
@@ -99,6 +99,3 @@ class Replay(StrategyHooks):
     def report(self) -> dict[str, float]:
         """Examples in memory, write rate and replays taken."""
         return self.replay.report()
-
-    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
-    load_state_dict = load_resumable_state_dict

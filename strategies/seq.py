@@ -9,7 +9,7 @@ import torch
 from lifelong.model import Batch
 from lifelong.options import Range, option_group
 from lifelong.replay_schedule import ClipOptions
-from lifelong.state import ResumableParts, load_resumable_state_dict, resumable_state_dict
+from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import Trainer
 
@@ -48,6 +48,3 @@ class Seq(StrategyHooks):
     def predict(self, batch: Batch) -> torch.Tensor:
         """Row scores of the current model."""
         return self.trainer.predict(batch)
-
-    state_dict = resumable_state_dict  # weights, optimiser, memory, counters, generators
-    load_state_dict = load_resumable_state_dict

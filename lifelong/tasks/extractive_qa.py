@@ -38,14 +38,7 @@ import torch
 from lifelong.heads import SpanHead
 from lifelong.memory.records import ExampleRecords
 from lifelong.model import PADDING_SCORE, Batch, task_loss
-from lifelong.tasks.base import (
-    Settings,
-    TaskSettings,
-    Tokens,
-    group_mean,
-    pad_rows,
-    pad_types,
-)
+from lifelong.tasks.base import Settings, TaskSettings, Tokens, group_mean, pad_rows, pad_types
 from lifelong.tasks.settings import check_windows
 
 if TYPE_CHECKING:

@@ -32,14 +32,7 @@ from torch import nn
 from lifelong.heads import ClassificationHead
 from lifelong.memory.records import ExampleRecords
 from lifelong.model import Batch
-from lifelong.tasks.base import (
-    Settings,
-    TaskSettings,
-    Tokens,
-    group_mean,
-    pad_rows,
-    pad_types,
-)
+from lifelong.tasks.base import Settings, TaskSettings, Tokens, group_mean, pad_rows, pad_types
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase as Tokenizer

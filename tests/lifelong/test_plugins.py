@@ -113,3 +113,26 @@ def test_a_strategy_class_without_the_hooks_is_refused_before_anything_loads(tmp
         assert not (tmp_path / "config.yaml").exists()
     finally:
         registry._registered.pop("bare")
+
+
+def test_inherited_state_dict_saves_the_resumable_parts_and_names_what_is_missing(task):
+    from lifelong import ResumableParts, StrategyHooks
+    from lifelong.state import Counters
+
+    class Counting(StrategyHooks):
+        def __init__(self) -> None:
+            self.counts = Counters(seen=3)
+            self.resumable = ResumableParts(counts=self.counts)
+
+    saved = Counting().state_dict()
+    assert saved == {"counts": {"seen": 3}}
+    restored = Counting()
+    restored.counts.seen = 0
+    restored.load_state_dict(saved)
+    assert restored.counts.seen == 3
+
+    class Partless(StrategyHooks):
+        pass
+
+    with pytest.raises(TypeError, match="Partless has no resumable parts: set self.resumable"):
+        Partless().state_dict()
