@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The real-data campaign behind docs/guide/results.md: every run of its tables, one command.
+#
+#   bash experiments/real_budget_campaign.sh [OUT]        # OUT: where the runs go (default runs)
+#
+# Every line is a resumable sweep (finished runs are skipped, interrupted ones resumed), so the
+# script can be stopped at any point and started again; run it with `nice` beside other work.
+# The order puts the papers' central comparisons first. About 60 hours on 2 CPU cores in all
+# (SEQ/REPLAY on text about 8 minutes a run, MbPA++ 25-35, Meta-MbPA 1-2 hours; FewRel about
+# 13 minutes a run); a GPU makes it a few hours (--device is the config's `training.device`).
+# The Avalanche rows need the Avalanche environment (`make setup-avalanche` builds
+# .venv-avalanche): they run last, with that environment's `lifelong` (AVALANCHE_LIFELONG;
+# skipped, with a line saying so, when it is not there).
+# Afterwards:
+#   lifelong report OUT/text_real_budget --claims text
+#   lifelong report OUT/fewrel_real_budget --claims fewrel
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-runs}
+LIFELONG=${LIFELONG:-lifelong}
+PY=${PY:-python}
+AVALANCHE_LIFELONG=${AVALANCHE_LIFELONG:-.venv-avalanche/bin/lifelong}
+TEXT_DATA=../shared/data/text_real
+FEWREL_DATA=${FEWREL_DATA:-$OUT/fewrel_cfrl}
+
+text() { $LIFELONG sweep experiments/text_classification/real_budget.yaml --data-dir "$TEXT_DATA" --output-dir "$OUT" "$@"; }
+fewrel() { $LIFELONG sweep experiments/fewrel/real_budget.yaml --data-dir "$FEWREL_DATA" --output-dir "$OUT" "$@"; }
+
+# FewRel: the real sentences cut into training / test parts (seeded, so the same every time).
+[ -f "$FEWREL_DATA/relation_name.txt" ] || $PY experiments/fewrel/prepare_cfrl.py --out "$FEWREL_DATA"
+
+# Text classification, seed 0: SEQ, REPLAY and MbPA++ (the central effect), then the rest.
+text --strategies seq,replay,mbpa++,seq-star --orders i,ii,iii,iv --seeds 0
+# FewRel (pooled accuracy), five cluster orders, one seed.
+fewrel --strategies seq,replay --orders 0,1,2,3,4 --seeds 0
+fewrel --strategies agem,mtl,mbpa++,oml-er,anml-er --orders 0,1,2,3,4 --seeds 0
+# The protocol's two checks: replay rate (REPLAY and MbPA++) and MbPA++'s wider scope.
+$PY experiments/text_classification/replay_rate.py --data-dir "$TEXT_DATA" --output-dir "$OUT"
+$PY experiments/text_classification/wider_scope.py --data-dir "$TEXT_DATA" --scope top1 \
+    --orders i,ii,iii,iv --output-dir "$OUT"
+text --strategies oml-er,agem,meta-mbpa,mtl --orders i,ii,iii,iv --seeds 0
+text --strategies anml-er,ewc,mbpa,mbpa++-rand,maml-er --orders i,ii,iii,iv --seeds 0
+# Seed 1 for the strategies the acceptance table carries at two seeds per order.
+text --strategies seq,seq-star,replay,mbpa++,meta-mbpa,oml-er,mtl --orders i,ii,iii,iv --seeds 1
+# Avalanche's Naive, Replay and EWC beside ours; Naive against SEQ over five seeds of order i.
+if [ -x "$AVALANCHE_LIFELONG" ]; then
+    ava() { LIFELONG=$AVALANCHE_LIFELONG text "$@"; }
+    ava --strategies avalanche:naive,avalanche:replay,avalanche:ewc --orders i,ii,iii,iv --seeds 0
+    ava --strategies seq,avalanche:naive --orders i --seeds 0,1,2,3,4
+else
+    echo "no Avalanche environment at $AVALANCHE_LIFELONG: its rows are not run" >&2
+fi
