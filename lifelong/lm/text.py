@@ -138,13 +138,21 @@ def whole_windows(
         yield x[first : first + batch], y[first : first + batch], rows * length
 
 
+EMBEDDING_STD = 0.02
+"""Standard deviation of the token and position embeddings (nanoGPT ``model.py``,
+``_init_weights``: ``normal_(std=0.02)`` for every ``nn.Embedding``)."""
+
+
 class CausalLM(nn.Module):
     """A causal segment encoder with a character head, reading a window segment by segment.
 
     Gradients flow through the memory across the window's segments (as far as the module
     lets them: Transformer-XL and the Compressive Transformer stop them at their caches, as
     their papers do). The head is tied to the module's input embedding when the module has
-    one of the same shape (nanoGPT ties ``lm_head`` to ``wte``).
+    one of the same shape (nanoGPT ties ``lm_head`` to ``wte``). The module's token and
+    position embeddings are drawn from N(0, 0.02²) as nanoGPT draws ``wte`` and ``wpe``: with
+    PyTorch's N(0, 1) default the tied head's logits start about 11 times the scale of a
+    LayerNormed state (an untrained model's loss was 75 nats per character instead of ln V).
 
     Args:
         module: A causal `SegmentEncoder`.
@@ -159,7 +167,11 @@ class CausalLM(nn.Module):
         self.module = module
         self.segment_length = segment_length
         self.head = nn.Linear(module.hidden_size, module.config.vocab_size, bias=False)
-        words = getattr(getattr(module, "embed", None), "words", None)
+        embed = getattr(module, "embed", None)
+        for table in (getattr(embed, "words", None), getattr(embed, "positions", None)):
+            if isinstance(table, nn.Embedding):  # nanoGPT's _init_weights: N(0, 0.02)
+                nn.init.normal_(table.weight, mean=0.0, std=EMBEDDING_STD)
+        words = getattr(embed, "words", None)
         if isinstance(words, nn.Embedding) and words.weight.shape == self.head.weight.shape:
             self.head.weight = words.weight
 

@@ -15,6 +15,7 @@ from lifelong.lm.text import (
     TrainSettings,
     evaluate_lm,
     learning_rate,
+    lm_loss,
     load_corpus,
     train_lm,
     training_memory,
@@ -97,6 +98,24 @@ def test_a_few_steps_lower_the_loss_and_memory_is_measured():
 def test_the_head_is_tied_to_the_input_embedding():
     model = tiny_lm()
     assert model.head.weight is model.module.embed.words.weight
+
+
+@pytest.mark.parametrize("name", ["transformer", "transformer-xl", "rmt", "memsizer"])
+def test_an_untrained_lm_starts_near_the_uniform_loss(name):
+    """nanoGPT's N(0, 0.02) embeddings: the tied head's first logits are small, loss ~ ln V.
+
+    With PyTorch's N(0, 1) default the bench's untrained model scored about 75 nats/char.
+    """
+    torch.manual_seed(0)
+    vocab = 65
+    config = ModuleConfig(vocab_size=vocab, d_model=128, heads=4, layers=2, ffn=512,
+                          causal=True, max_positions=32)  # fmt: skip
+    model = CausalLM(build_memory_module(name, config, 32), 32)
+    assert model.module.embed.words.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    x = torch.randint(0, vocab, (4, 64))
+    with torch.no_grad():
+        loss = lm_loss(model(x)[:, :-1], x[:, 1:]).item()
+    assert abs(loss - math.log(vocab)) < 0.5
 
 
 @pytest.mark.parametrize("name", ["transformer-xl", "memsizer", "pkm", "memformer"])
