@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from lifelong.lm.bench import BenchSettings, build_lm
-from lifelong.lm.text import TrainSettings, load_corpus, random_windows, train_lm
+from lifelong.lm.text import Corpus, TrainSettings, load_corpus, random_windows, train_lm
 
 BUCKET = 16
 """Positions per column of the table."""
@@ -37,9 +37,10 @@ def position_losses(model: torch.nn.Module, data: np.ndarray, window: int, seed:
     return losses.view(x.shape[0], window).mean(0).numpy()
 
 
-def probe(length: int, steps: int, window: int, seed: int) -> tuple[float, np.ndarray]:
+def probe(
+    corpus: Corpus, length: int, steps: int, window: int, seed: int
+) -> tuple[float, np.ndarray]:
     """Train the memory-less LM reading ``window`` in ``length``-character segments."""
-    corpus = load_corpus()
     settings = BenchSettings(
         segment_length=length, segments=window // length, train=TrainSettings(steps=steps)
     )
@@ -66,8 +67,9 @@ def main(argv: Sequence[str] | None = None) -> str:
         "| segment | training loss (last 50 steps) | " + " | ".join(buckets) + " | all |",
         "|---|---:|" + "---:|" * (len(buckets) + 1),
     ]
+    corpus = load_corpus()  # read once, shared by every length
     for length in args.lengths:
-        loss, by_position = probe(length, args.steps, window, args.seed)
+        loss, by_position = probe(corpus, length, args.steps, window, args.seed)
         in_segment = by_position.reshape(-1, length).mean(0)  # (length,) over the segments
         cells = [in_segment[i : i + BUCKET].mean() for i in range(0, min(args.lengths), BUCKET)]
         row = " | ".join(f"{c:.3f}" for c in cells)

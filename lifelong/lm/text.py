@@ -168,10 +168,10 @@ class CausalLM(nn.Module):
         self.segment_length = segment_length
         self.head = nn.Linear(module.hidden_size, module.config.vocab_size, bias=False)
         embed = getattr(module, "embed", None)
-        for table in (getattr(embed, "words", None), getattr(embed, "positions", None)):
+        words, positions = getattr(embed, "words", None), getattr(embed, "positions", None)
+        for table in (words, positions):
             if isinstance(table, nn.Embedding):  # nanoGPT's _init_weights: N(0, 0.02)
                 nn.init.normal_(table.weight, mean=0.0, std=EMBEDDING_STD)
-        words = getattr(embed, "words", None)
         if isinstance(words, nn.Embedding) and words.weight.shape == self.head.weight.shape:
             self.head.weight = words.weight
 
