@@ -1,0 +1,108 @@
+"""The `lifelong lm` table over seeds: one budget, per-seed columns, means and claim verdicts."""
+
+import importlib.util
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from lifelong.lm.bench import BenchSettings, Row, _write_rows
+
+SCRIPT = Path(__file__).parents[2] / "experiments" / "lm" / "lm_table.py"
+
+
+@pytest.fixture
+def lm_table():
+    spec = importlib.util.spec_from_file_location("lm_table", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["lm_table"] = module  # its dataclass resolves annotations through it
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["lm_table"]
+
+
+def _budget(seed: int, steps: int = 1000) -> dict:
+    settings = BenchSettings(segments=4, segment_length=32)
+    budget = {**asdict(settings), "seed": seed, "corpus": "input.txt"}
+    budget["train"]["steps"] = steps
+    return budget
+
+
+def _row(module: str, bpc: float, **extra) -> Row:
+    return Row(module, 1000, bpc, bpc + 0.01, 4000.0, 60000.0, 40.0, seconds=120.0, **extra)
+
+
+def _file(tmp_path: Path, seed: int, rows: list[Row], steps: int = 1000) -> Path:
+    path = tmp_path / f"lm_s{seed}.json"
+    _write_rows(path, _budget(seed, steps), rows)
+    return path
+
+
+def test_one_row_per_module_with_every_seed_and_their_mean(lm_table, tmp_path):
+    s0 = _file(tmp_path, 0, [_row("transformer-xl", 2.4), _row("transformer", 2.6)])
+    s1 = _file(tmp_path, 1, [_row("transformer", 2.8), _row("transformer-xl", 2.5)])
+    text = lm_table.main([str(s0), str(s1)])
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert [r.split("|")[1].strip() for r in rows[:2]] == ["`transformer`", "`transformer-xl`"]
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[4:7] == ["2.600", "2.800", "2.700"]  # seed 0, seed 1, mean
+    assert cells[-1] == "2.0"  # minutes
+    assert "seeds 0, 1" in text and "4 x 32" in text and "1000 steps" in text
+
+
+def test_a_module_missing_on_one_seed_shows_a_dash_and_the_mean_of_the_others(lm_table, tmp_path):
+    s0 = _file(tmp_path, 0, [_row("transformer", 2.6), _row("pkm", 2.4)])
+    s1 = _file(tmp_path, 1, [_row("transformer", 2.8)])
+    text = lm_table.main([str(s0), str(s1)])
+    pkm = next(line for line in text.splitlines() if line.startswith("| `pkm`"))
+    assert [c.strip() for c in pkm.strip("|").split("|")][4:7] == ["2.400", "–", "2.400"]
+
+
+@pytest.mark.parametrize(
+    ("knn", "verdict"),
+    [((2.5, 2.7), "shows"), ((2.7, 2.9), "reversed"), ((2.5, 2.9), "mixed")],
+)
+def test_claims_are_judged_on_every_seeds_heldout_bpc(lm_table, tmp_path, knn, verdict):
+    extra = {"k": 8, "lambda": 0.25, "eval_cost_vs_lm": 12.0, "index": None}
+    files = [
+        _file(
+            tmp_path,
+            seed,
+            [_row("transformer", base), _row("knn-lm", k, extra=extra, datastore=1000)],
+        )
+        for seed, (base, k) in enumerate(zip((2.6, 2.8), knn, strict=True))
+    ]
+    text = lm_table.main([str(f) for f in files])
+    line = next(row for row in text.splitlines() if row.startswith("| kNN-LM"))
+    assert line.rstrip(" |").endswith(verdict)
+    assert "12.0x the LM's own forward" in text
+    assert "| not run |" in text  # the claims whose modules did not run
+
+
+def test_runs_of_different_budgets_are_refused_naming_the_key(lm_table, tmp_path, capsys):
+    s0 = _file(tmp_path, 0, [_row("transformer", 2.6)])
+    s1 = _file(tmp_path, 1, [_row("transformer", 2.6)], steps=500)
+    with pytest.raises(SystemExit):
+        lm_table.main([str(s0), str(s1)])
+    err = capsys.readouterr().err
+    assert "'train'" in err and str(s1) in err and str(s0) in err
+
+
+def test_a_repeated_seed_or_a_foreign_file_is_refused(lm_table, tmp_path, capsys):
+    s0 = _file(tmp_path, 0, [_row("transformer", 2.6)])
+    with pytest.raises(SystemExit):
+        lm_table.main([str(s0), str(s0)])
+    assert "seed 0 is already" in capsys.readouterr().err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"rows": []}))
+    with pytest.raises(SystemExit):
+        lm_table.main([str(other)])
+    assert "not a `lifelong lm --json` file" in capsys.readouterr().err
+
+
+def test_the_written_table_is_what_it_prints(lm_table, tmp_path):
+    s0 = _file(tmp_path, 0, [_row("transformer", 2.6)])
+    out = tmp_path / "table.md"
+    assert lm_table.main([str(s0), "--out", str(out)]) == out.read_text()
