@@ -99,3 +99,30 @@ def test_without_the_avalanche_environment_its_rows_are_skipped_with_a_line(tmp_
     done = subprocess.run(["bash", str(CAMPAIGN), str(tmp_path / "out")], env=env,
                           capture_output=True, text=True, check=True)  # fmt: skip
     assert "no Avalanche environment" in done.stderr
+
+
+COLLECT = ROOT / "experiments" / "collect_real_budget.sh"
+
+
+def test_collect_copies_finished_runs_only(tmp_path):
+    out, dest = tmp_path / "runs", tmp_path / "results"
+    for name, files in {
+        "text_real_budget/seq_i_s0": ["config.yaml", "accuracy.csv", "metrics.json", "log.txt"],
+        "text_real_budget/replay_i_s0": ["config.yaml", "log.txt", "checkpoint.pt"],  # running
+        "fewrel_real_budget/seq_0_s0": ["config.yaml", "accuracy.csv", "metrics.json"],
+    }.items():
+        (out / name).mkdir(parents=True)
+        for file in files:
+            (out / name / file).write_text(f"{name}/{file}")
+    result = subprocess.run(["bash", str(COLLECT), str(out), str(dest)], check=True,
+                            capture_output=True, text=True)  # fmt: skip
+    assert "2 finished runs" in result.stdout
+    copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert copied == [
+        "fewrel/seq_0_s0/accuracy.csv", "fewrel/seq_0_s0/config.yaml",
+        "fewrel/seq_0_s0/metrics.json", "text/seq_i_s0/accuracy.csv",
+        "text/seq_i_s0/config.yaml", "text/seq_i_s0/metrics.json",
+    ]  # fmt: skip
+    assert (
+        dest / "text/seq_i_s0/metrics.json"
+    ).read_text() == "text_real_budget/seq_i_s0/metrics.json"
