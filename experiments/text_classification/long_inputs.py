@@ -1,0 +1,131 @@
+"""Long inputs on the real text stream: RMT's memory tokens on MiniLM against truncation.
+
+    python experiments/text_classification/long_inputs.py --data-dir ../shared/data/text_real
+        [--strategy replay] [--orders i] [--seeds 0] [--train-size N] [--output-dir runs]
+        [--out table.md]
+
+The CPU-budget protocol (``real_budget.yaml``) truncates every row to 64 tokens; half of the
+real Yelp reviews and a third of the Yahoo answers are longer than 128 MiniLM tokens. This runs
+the budget's ``--strategy`` on the same stream three ways, each a sweep of its own
+(``<output-dir>/text_real_budget_long_<reader>/``, resumable like ``lifelong sweep``):
+
+* ``minilm-128``: MiniLM reading each row truncated to 128 tokens (the papers' length:
+  de Masson d'Autume et al., 2019, section 4);
+* ``minilm-512``: MiniLM reading up to 512 tokens, its position limit, in one pass;
+* ``rmt-minilm-64``: ``rmt-minilm`` reading the same 512 tokens as 64-token segments, its 10
+  memory tokens carried from segment to segment (Bulatov et al., 2023; `lifelong.encoders.rmt`).
+
+It prints one row per reader (mean and 95% CI of average accuracy, BWT and forgetting, and
+minutes per run), then the paired difference of ``rmt-minilm-64`` minus each MiniLM reader
+over the orders × seeds both have run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from lifelong.experiment.reports.stats import compare, summary_rows, summary_table
+from lifelong.experiment.rundir import RunRecord, find_runs
+from lifelong.experiment.sweep import Sweep, load_sweep, run_sweep
+from lifelong.files import atomic_write_text
+
+BUDGET = Path(__file__).with_name("real_budget.yaml")
+METRICS = ("average_accuracy", "bwt", "forgetting")
+
+READERS: dict[str, dict[str, object]] = {
+    "minilm-128": {"encoder": "minilm", "max_length": 128},
+    "minilm-512": {"encoder": "minilm", "max_length": 512},
+    "rmt-minilm-64": {"encoder": "rmt-minilm", "segment_length": 64, "max_length": 512},
+}
+"""Each reader's run-config changes to the budget (every other setting is the budget's)."""
+
+MEMORY_READER = "rmt-minilm-64"
+
+
+def reading(sweep: Sweep, reader: str, strategy: str) -> Sweep:
+    """The budget sweep's ``strategy`` alone, read by ``reader``, in a folder of its own."""
+    base = sweep.base.replace(**READERS[reader])
+    return dataclasses.replace(
+        sweep, name=f"{sweep.name}_long_{reader}", base=base, strategies=(strategy,)
+    )
+
+
+def labelled(records: Sequence[RunRecord], reader: str) -> list[RunRecord]:
+    """``records`` with their strategy named ``<strategy> (<reader>)``."""
+    return [dataclasses.replace(r, strategy=f"{r.strategy} ({reader})") for r in records]
+
+
+def table(roots: dict[str, Path], strategy: str) -> str:
+    """Markdown: a row per reader (mean [95% CI] per metric, minutes, runs), then the pairs."""
+    found = {
+        reader: labelled([r for r in find_runs(root) if r.strategy == strategy], reader)
+        for reader, root in roots.items()
+        if root.is_dir()
+    }
+    lines = [
+        f"| {strategy} reads | average accuracy | BWT | forgetting | minutes per run | runs |",
+        "|---|---|---|---|---|---|",
+    ]
+    records = [r for runs in found.values() for r in runs]
+    if not records:
+        return "\n".join(lines) + "\n"
+    minutes = {
+        reader: statistics.fmean(r.metrics["seconds"] / 60 for r in runs)
+        for reader, runs in found.items()
+        if runs and all("seconds" in r.metrics for r in runs)
+    }
+    for _, label, runs, cells in summary_rows(summary_table(records, METRICS)):
+        reader = label.split("(")[1].rstrip(")")
+        spent = f"{minutes[reader]:.1f}" if reader in minutes else "–"
+        lines.append(f"| {reader} | {' | '.join(cells)} | {spent} | {runs} |")
+    text = "\n".join(lines) + "\n"
+    if found.get(MEMORY_READER):
+        for reader in (r for r in found if r != MEMORY_READER and found[r]):
+            for c in compare(records, f"{strategy} ({MEMORY_READER})", f"{strategy} ({reader})"):
+                text += f"\n{c.describe()}\n"
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", help="the real text data (replaces the config's)")
+    parser.add_argument("--strategy", default="replay")
+    parser.add_argument("--orders", default="i")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--train-size", type=int, help="training rows per task (budget's: 2000)")
+    parser.add_argument("--readers", default=",".join(READERS), help="which of the readers")
+    parser.add_argument("--output-dir", default="runs")
+    parser.add_argument("--out", help="also write the Markdown table here")
+    args = parser.parse_args(argv)
+    readers = [r.strip() for r in args.readers.split(",") if r.strip()]
+    unknown = [r for r in readers if r not in READERS]
+    if unknown or not readers:
+        parser.error(f"--readers: unknown {unknown[0] if unknown else '(none)'!r}; "
+                     f"known: {', '.join(READERS)}")  # fmt: skip
+
+    budget = load_sweep(BUDGET)
+    budget = dataclasses.replace(budget, base=budget.base.replace(output_dir=args.output_dir))
+    changes = {"data_dir": args.data_dir} if args.data_dir else {}
+    if args.train_size:
+        changes["train_size"] = args.train_size
+    if changes:
+        budget = budget.with_run(**changes)
+    budget = budget.with_grid(
+        [args.strategy], args.orders.split(","), [int(s) for s in args.seeds.split(",")]
+    )
+    sweeps = {reader: reading(budget, reader, args.strategy) for reader in readers}
+    for sweep in sweeps.values():
+        for result in run_sweep(sweep):
+            print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
+    text = table({reader: sweep.root for reader, sweep in sweeps.items()}, args.strategy)
+    print("\n" + text)
+    if args.out:
+        atomic_write_text(args.out, text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""The long-input runs change only how rows are read, and are tabulated reader by reader."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lifelong.test_reports import make_run
+
+SCRIPTS = Path(__file__).parents[2] / "experiments" / "text_classification"
+
+
+@pytest.fixture
+def long_inputs(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    sys.modules.pop("long_inputs", None)
+    import long_inputs
+
+    return long_inputs
+
+
+def test_each_reader_is_the_budget_run_with_only_its_reading_changed(long_inputs):
+    budget = long_inputs.load_sweep(long_inputs.BUDGET).with_grid(["replay"], ["i"], [0])
+    before = next(iter(budget.points())).config
+    assert before.max_length == 64 and before.encoder == "minilm"
+    for reader, changes in long_inputs.READERS.items():
+        sweep = long_inputs.reading(budget, reader, "replay")
+        assert sweep.name == f"text_real_budget_long_{reader}" and sweep.strategies == ("replay",)
+        (point,) = sweep.points()
+        after = point.config
+        assert {key: getattr(after, key) for key in changes} == changes
+        same = after.replace(**{key: getattr(before, key) for key in changes})
+        assert same.replace(log_group=before.log_group) == before
+    rmt = next(iter(long_inputs.reading(budget, "rmt-minilm-64", "replay").points())).config
+    assert (rmt.encoder, rmt.segment_length, rmt.max_length) == ("rmt-minilm", 64, 512)
+
+
+def test_table_rows_per_reader_minutes_and_the_memory_reader_against_each(long_inputs, tmp_path):
+    roots = {r: tmp_path / f"text_real_budget_long_{r}" for r in long_inputs.READERS}
+    values = {"minilm-128": (40.0, 44.0), "minilm-512": (45.0, 47.0), "rmt-minilm-64": (48.0, 50.0)}
+    for reader, (a, b) in values.items():
+        make_run(roots[reader] / "replay_i_s0", "replay", "i", 0, a)
+        make_run(roots[reader] / "replay_ii_s0", "replay", "ii", 0, b)
+        make_run(roots[reader] / "seq_i_s0", "seq", "i", 0, 1.0)  # another strategy: left out
+    text = long_inputs.table(roots, "replay")
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if "| 2 |" in line}
+    assert set(rows) == set(values)
+    assert rows["minilm-128"].startswith("| minilm-128 | 42.0 [")
+    assert rows["rmt-minilm-64"].rstrip().endswith("| 0.0 | 2 |")  # make_run: 1.5 s a run
+    assert "replay (rmt-minilm-64) − replay (minilm-128) = +7.0 points" in text
+    assert "replay (rmt-minilm-64) − replay (minilm-512) = +3.0 points" in text
+    assert "seq" not in text
+
+
+def test_unknown_readers_are_refused_before_anything_runs(long_inputs, capsys):
+    with pytest.raises(SystemExit):
+        long_inputs.main(["--readers", "minilm-128,bert-2048"])
+    assert "unknown 'bert-2048'" in capsys.readouterr().err
