@@ -114,9 +114,15 @@ class Neighbours:
 
 
 def neighbours(memory: EpisodicMemory, queries: torch.Tensor, k: int) -> Neighbours:
-    """The ``k`` nearest entries of each query (n, d), nearest first."""
+    """The ``k`` nearest entries of each query (n, d), nearest first.
+
+    An approximate index may find fewer than ``k`` (slot -1, distance ``inf``): those keep
+    distance ``inf``, so they weigh nothing in `knn_distribution`.
+    """
     distances, slots = memory.nearest(queries.float().cpu().numpy(), k)
-    tokens = memory.get_array(TOKEN, slots)[..., 0]  # (n, k)
+    missing = slots < 0
+    tokens = memory.get_array(TOKEN, np.where(missing, 0, slots))[..., 0]  # (n, k)
+    distances = np.where(missing, np.inf, distances).astype(np.float32)
     device = queries.device
     return Neighbours(
         torch.from_numpy(distances).to(device), torch.from_numpy(tokens.astype(np.int64)).to(device)

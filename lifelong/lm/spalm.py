@@ -88,15 +88,14 @@ def neighbour_table(
         queries = keys.reshape(-1, keys.shape[-1]).float().cpu().numpy()
         _, slots = memory.nearest(queries, k + extra)  # (b * T, <= k + extra)
         positions = (starts[:, None] + np.arange(x.shape[1])).reshape(-1)  # (b * T,)
+        keep = slots >= 0  # an approximate index may find fewer (slot -1)
         if exclude_own:
-            keep = slots != positions[:, None]
-            order = np.argsort(~keep, axis=1, kind="stable")  # kept first, in distance order
-            slots = np.take_along_axis(slots, order, 1)[:, :k]
-            valid = np.take_along_axis(keep, order, 1)[:, :k]
-        else:
-            valid = np.ones_like(slots, dtype=bool)
+            keep &= slots != positions[:, None]
+        order = np.argsort(~keep, axis=1, kind="stable")  # kept first, in distance order
+        slots = np.take_along_axis(slots, order, 1)[:, :k]
+        valid = np.take_along_axis(keep, order, 1)[:, :k]
         width = slots.shape[1]
-        values = memory.get_array(TOKEN, slots)[..., 0]  # (b * T, width)
+        values = memory.get_array(TOKEN, np.where(valid, slots, 0))[..., 0]  # (b * T, width)
         tokens[positions, :width] = torch.from_numpy(values.astype(np.int64))
         found[positions, :width] = torch.from_numpy(valid)
     return NeighbourTable(tokens, found)

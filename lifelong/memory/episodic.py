@@ -87,7 +87,8 @@ class EpisodicMemory:
         index: ``"auto"`` (the default): chosen by size as the memory grows, and chosen
             again each time it has doubled (`lifelong.memory.search.choose_index`: exact
             search while small; when large, an IVF index checked on the stored keys to find
-            at least 95% of the exact 32 nearest neighbours, else exact search);
+            at least 95% of the exact 32 nearest neighbours, a tie counted as found
+            (`lifelong.memory.search.sampled_recall`), else exact search);
             ``"torch"``: exact search in torch on ``device`` (`TorchFlatIndex`); or a FAISS
             ``index_factory`` string, used as given: ``"Flat"`` is exact L2, ``"HNSW32"`` or
             ``"IVF1024,Flat"`` approximate (FAISS's default ``nprobe`` of 1; with

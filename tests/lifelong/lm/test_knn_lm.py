@@ -7,7 +7,14 @@ import torch
 
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import build_memory_module
-from lifelong.lm.knn_lm import KNNLM, build_datastore, context_vectors, key_block
+from lifelong.lm.knn_lm import (
+    KNNLM,
+    build_datastore,
+    context_vectors,
+    key_block,
+    knn_distribution,
+    neighbours,
+)
 from lifelong.lm.text import CausalLM, CharVocabulary, TrainSettings, evaluate_lm, train_lm
 from lifelong.memory import EpisodicMemory
 
@@ -86,3 +93,23 @@ def test_tuning_picks_k_and_lambda_and_lambda_zero_is_the_lm(trained):
     assert losses[(knn.k, knn.lam)] == min(losses.values())
     # repetitive text: the datastore knows what follows, so it helps
     assert min(losses.values()) < losses[(2, 0.0)]
+
+
+def test_entries_an_approximate_index_did_not_find_weigh_nothing(trained, monkeypatch):
+    model, data, vocab = trained
+    memory = build_datastore(model, data, 16, index="Flat")
+    queries = torch.from_numpy(memory.keys[:5].copy())
+    full = neighbours(memory, queries, 4)
+    search = memory.nearest
+
+    def fewer(q, k):  # slots -1 and distance inf past the second, as FAISS's IVF returns
+        distances, slots = search(q, k)
+        past = np.arange(k) >= 2
+        return np.where(past, np.inf, distances), np.where(past, -1, slots)
+
+    monkeypatch.setattr(memory, "nearest", fewer)
+    found = neighbours(memory, queries, 4)
+    p = knn_distribution(found, vocab.size)
+    assert torch.allclose(p.sum(-1), torch.ones(5, dtype=p.dtype))
+    two = type(full)(full.distances[:, :2], full.tokens[:, :2])
+    assert torch.allclose(p, knn_distribution(two, vocab.size))

@@ -108,3 +108,20 @@ def test_training_moves_the_gate_and_reports_its_distribution(setup):
         local = lm("transformer-xl", vocab.size)
         local.head.weight = nn.Parameter(local.head.weight.detach().clone())
         SemiparametricLM(local)
+
+
+def test_neighbours_an_approximate_index_did_not_find_are_marked_missing(setup, monkeypatch):
+    _, data, frozen, memory = setup
+    exact = neighbour_table(frozen, memory, data, 16, 3, exclude_own=False)
+    search = memory.nearest
+
+    def fewer(queries, k):  # an IVF index whose lists held fewer than k: slot -1, inf
+        distances, slots = search(queries, k)
+        past = np.arange(k) >= 2
+        return np.where(past, np.inf, distances), np.where(past, -1, slots)
+
+    monkeypatch.setattr(memory, "nearest", fewer)
+    table = neighbour_table(frozen, memory, data, 16, 3, exclude_own=False)
+    covered = (len(data) - 1) // 16 * 16
+    assert table.found[:covered, :2].all() and not table.found[:, 2].any()
+    assert torch.equal(table.tokens[:covered, :2], exact.tokens[:covered, :2])

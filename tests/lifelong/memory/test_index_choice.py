@@ -238,3 +238,42 @@ def test_auto_searches_exactly_on_cuda_at_any_size(small_threshold):
     memory.nearest(clustered(5, seed=1), 4)
     assert memory.index_choice.exact
     assert torch.device(memory.device).type == "cuda"
+
+
+class _Returns:
+    """An "index" returning fixed squared distances and slots (a stand-in approximate search)."""
+
+    def __init__(self, distances, slots):
+        self.distances, self.slots = np.asarray(distances, np.float32), np.asarray(slots)
+
+    def search(self, queries, k):
+        return self.distances[:, :k], self.slots[:, :k]
+
+
+def test_the_recall_check_counts_a_tied_neighbour_as_found():
+    # keys 1, 2 and 3 are the same vector: exact search of key 0 may return any two of them
+    keys = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [5.0, 0.0]], np.float32)
+    ids = np.array([0])
+    exact = search_module.exact_neighbours(keys, ids, 3)
+    assert exact[1][0, 0] == 0 and exact[0][0, 2] == pytest.approx(1.0)
+    other_tie = _Returns([[0.0, 1.0, 1.0]], [[0, 3, 2]])  # not the exact slots, as near
+    recall_, _ = search_module.sampled_recall(other_tie, keys, ids, exact, k=2)
+    assert recall_ == 1.0
+    farther = _Returns([[0.0, 1.0, 25.0]], [[0, 3, 4]])  # the far key 4 is a miss
+    assert search_module.sampled_recall(farther, keys, ids, exact, k=2)[0] == 0.5
+    without_self = _Returns([[1.0, 1.0, 25.0]], [[1, 2, 4]])  # own slot missing: first k others
+    assert search_module.sampled_recall(without_self, keys, ids, exact, k=2)[0] == 1.0
+
+
+def test_auto_uses_an_ivf_index_over_repeated_keys(small_threshold):
+    # 150 keys 20 times each: of a key's 32 nearest, 12 are a pick among 20 equal copies, and
+    # counted by slots no IVF setting matched an exact search's pick (recall about 0.9)
+    keys = np.repeat(clustered(150, seed=2), 20, axis=0)
+    keys = keys[np.random.default_rng(0).permutation(len(keys))]
+    memory = EpisodicMemory(16)
+    fill(memory, keys)
+    queries = keys[:20] + np.float32(0.01) * np.random.default_rng(1).normal(size=(20, 16))
+    distances = memory.nearest(queries.astype(np.float32), 32)[0]
+    assert memory.index_choice.spec.startswith("IVF") and memory.index_choice.recall >= 0.95
+    exact = ((queries[:, None] - keys[None]) ** 2).sum(-1)  # the same distances as exact search
+    np.testing.assert_allclose(distances, np.sort(exact, 1)[:, :32], rtol=1e-3, atol=1e-4)
