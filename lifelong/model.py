@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from lifelong.encoders.base import Encoder, reads_token_types
+from lifelong.encoders.segments import drain_auxiliary
 from lifelong.heads import reads_pooled_only
 from lifelong.memory.records import ExampleRecords
 
@@ -311,8 +312,16 @@ class Classifier(nn.Module):
         return self.task.loss(logits, batch)
 
     def loss(self, batch: Batch) -> torch.Tensor:
-        """The task's training loss on the batch."""
-        return self.criterion(self(*batch.inputs()), batch)
+        """The task's training loss on the batch, plus the encoder's own regulariser if any.
+
+        A memory encoder's regulariser (the Compressive Transformer's attention-reconstruction
+        loss, the ∞-former's KL: `lifelong.encoders.segments.drain_auxiliary`) is what its
+        paper trains it with; encoders without one (MiniLM, BERT) add nothing.
+        """
+        drain_auxiliary(self.encoder)  # nothing left from a forward whose loss was not used
+        loss = self.criterion(self(*batch.inputs()), batch)
+        regulariser = drain_auxiliary(self.encoder)
+        return loss if regulariser is None else loss + regulariser
 
     def loss_units(self, batch: Batch) -> int:
         """How many terms the loss averages over on ``batch`` (rows or examples)."""

@@ -56,6 +56,24 @@ def merge_rows(updated: Any, previous: Any, rows: torch.Tensor) -> Any:
     )
 
 
+def drain_auxiliary(model: nn.Module) -> torch.Tensor | None:
+    """Sum and reset the regularisers the memory modules in ``model`` accumulated.
+
+    The Compressive Transformer's attention-reconstruction loss (Rae et al. 2020, section 3.2)
+    and the ∞-former's KL term build up over the segments a forward pass reads, with their
+    graph; whoever trains the model adds the sum to its loss once per step, and calls this
+    before a forward pass whose regulariser it will not use, so that nothing (and no graph)
+    carries over from one step to the next.
+
+    Returns:
+        The sum, or ``None`` where no module accumulated one.
+
+    """
+    losses = [m.auxiliary_loss() for m in model.modules() if isinstance(m, SegmentEncoder)]
+    found = [loss for loss in losses if loss is not None]
+    return torch.stack(found).sum() if found else None
+
+
 class SegmentEncoder(nn.Module):
     """Base class of the memory-augmented encoders: encodes one segment given a memory.
 

@@ -10,6 +10,9 @@ the validation text (nanoGPT estimates the same mean from random windows).
 
 A memory module reads a window segment by segment, carrying its memory (`CausalLM`);
 ``full-attention`` reads the whole window at once, ``transformer`` each segment on its own.
+A module with a regulariser of its own (the Compressive Transformer's attention-reconstruction
+loss, the ∞-former's KL) trains on the LM loss plus it, as its paper does; the losses
+`train_lm` reports are the LM's alone.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lifelong.encoders.segments import SegmentEncoder
+from lifelong.encoders.segments import SegmentEncoder, drain_auxiliary
 from lifelong.lm.flags import DEFAULT_CORPUS
 from lifelong.streams.core import DataFormatError, decode_text
 
@@ -250,7 +253,14 @@ class TrainSettings:
 
 @dataclass
 class TrainResult:
-    """What `train_lm` measured: final training loss and throughput."""
+    """What `train_lm` measured: final training loss and throughput.
+
+    Attributes:
+        losses: The LM loss (nats per character) of each step, without a module's regulariser.
+        tokens_per_second: Training characters per second.
+        seconds: Training time.
+
+    """
 
     losses: list[float]
     tokens_per_second: float
@@ -296,11 +306,13 @@ def train_lm(
             group["lr"] = lr
         x, y, starts = random_windows(data, settings.batch_size, settings.window, generator)
         x = x.to(device)
+        drain_auxiliary(model)  # nothing left from an earlier pass (or evaluation)
         loss = lm_loss(model(x) if logits is None else logits(model, x, starts), y.to(device))
+        regulariser = drain_auxiliary(model)  # Compressive's reconstruction, ∞-former's KL
         optimiser.zero_grad(set_to_none=True)
         if sparse_optimiser is not None:
             sparse_optimiser.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss if regulariser is None else loss + regulariser).backward()
         dense = [p for g in optimiser.param_groups for p in g["params"] if p.grad is not None]
         torch.nn.utils.clip_grad_norm_(dense, settings.clip)
         optimiser.step()

@@ -160,3 +160,26 @@ def test_only_heads_that_declare_it_get_the_cls_only_last_layer():
         torch.testing.assert_close(packed, full, atol=1e-5, rtol=0)
     assert not reads_pooled_only(SecondTokenHead(4))  # undeclared: every token is kept
     assert reads_pooled_only(ClassificationHead(4, 3))
+
+
+def test_a_memory_encoders_regulariser_is_part_of_the_training_loss():
+    from lifelong.encoders.layers import ModuleConfig
+    from lifelong.encoders.memory_modules import build_memory_module
+    from lifelong.encoders.segments import DocumentEncoder, drain_auxiliary
+    from lifelong.heads import ClassificationHead
+
+    torch.manual_seed(0)
+    config = ModuleConfig(vocab_size=30, d_model=16, heads=2, layers=1, ffn=32, max_positions=4)
+    encoder = DocumentEncoder(build_memory_module("compressive", config, 4), 4)
+    model = Classifier(encoder, ClassificationHead(16, 2))
+    ids = torch.randint(1, 30, (2, 32))  # 8 segments of 4: the FIFO memory evicts, compresses
+    batch = Batch(ids, torch.ones(2, 32, dtype=torch.long), torch.tensor([0, 1]))
+    model(*batch.inputs())  # a forward whose regulariser nobody reads: not carried over
+    loss = model.loss(batch)
+    model(*batch.inputs())
+    regulariser = drain_auxiliary(encoder)
+    assert regulariser is not None and regulariser > 0
+    plain = model.criterion(model(*batch.inputs()), batch)
+    assert loss.item() == pytest.approx((plain + regulariser).item(), rel=1e-5)
+    assert drain_auxiliary(encoder) is not None  # the last forward's, until drained
+    assert drain_auxiliary(encoder) is None

@@ -128,3 +128,39 @@ def test_memory_modules_train_as_text_lms(name):
     assert all(math.isfinite(v) for v in result.losses)
     nats, _ = evaluate_lm(model, data, 16)
     assert math.isfinite(nats)
+
+
+@pytest.mark.parametrize("name", ["compressive", "infinity-former"])
+def test_a_modules_regulariser_is_trained_each_step_and_never_carried_over(name, monkeypatch):
+    from lifelong.encoders import segments
+
+    text = "to be or not to be " * 40
+    data = CharVocabulary.of(text).encode(text)
+    model = tiny_lm(name, vocab=len(set(text)))  # memories default to multiples of 8 tokens
+    drained = []
+    real = segments.drain_auxiliary
+
+    def spy(m):
+        out = real(m)
+        drained.append(out)
+        return out
+
+    monkeypatch.setattr("lifelong.lm.text.drain_auxiliary", spy)
+    settings = TrainSettings(steps=3, batch_size=2, window=64, warmup=1)
+    train_lm(model, data, settings)
+    # per step: nothing left before the forward, the window's regulariser after it
+    assert len(drained) == 6 and all(d is None for d in drained[::2])
+    assert all(d is not None and d.requires_grad for d in drained[1::2])
+    assert real(model) is None  # nothing accumulates across steps (it grew without bound)
+
+
+def test_compressions_network_learns_from_the_reconstruction_loss():
+    text = "to be or not to be " * 40
+    data = CharVocabulary.of(text).encode(text)
+    model = tiny_lm("compressive", vocab=len(set(text)))
+    compression = model.module.compressions
+    before = [p.detach().clone() for p in compression.parameters()]
+    train_lm(model, data, TrainSettings(steps=2, batch_size=2, window=64, warmup=1))
+    grads = [p.grad for p in compression.parameters()]
+    assert all(g is not None and g.abs().sum() > 0 for g in grads)
+    assert any(not torch.equal(b, p) for b, p in zip(before, compression.parameters()))
