@@ -220,9 +220,10 @@ def claims(runs: Sequence[tuple[int, dict[str, Any]]]) -> str:
 def _spalm_gate(runs: Sequence[tuple[int, dict[str, Any]]]) -> list[str]:
     rows = [(s, r[SPALM]["extra"]) for s, r in runs if SPALM in r and r[SPALM].get("extra")]
     return [
-        f"SPALM's gate g (1 = the local model alone), seed {s}: mean {e['gate_mean']:.3f}, "
-        f"{100 * e['gate_below_half']:.1f}% of validation characters below 0.5 (mostly "
-        "long-term memory)"
+        f"SPALM's gate g (1 = the local model alone), seed {s}: mean {e['gate_mean']:.3f}; "
+        f"{100 * sum(e['gate_histogram'][:-1]):.1f}% of validation characters below 0.9, "
+        f"{100 * e['gate_below_half']:.2f}% below 0.5 (the long-term memory outweighs the "
+        "local state)"
         for s, e in rows
     ]
 

@@ -106,3 +106,11 @@ def test_the_written_table_is_what_it_prints(lm_table, tmp_path):
     s0 = _file(tmp_path, 0, [_row("transformer", 2.6)])
     out = tmp_path / "table.md"
     assert lm_table.main([str(s0), "--out", str(out)]) == out.read_text()
+
+
+def test_spalms_gate_distribution_is_reported_per_seed(lm_table, tmp_path):
+    histogram = [0.0] * 8 + [0.05, 0.95]  # 5% of characters in [0.8, 0.9), the rest above 0.9
+    gate = {"gate_mean": 0.97, "gate_below_half": 0.0001, "gate_histogram": histogram}
+    s0 = _file(tmp_path, 0, [_row("transformer-xl", 2.5), _row("spalm", 2.4, extra=gate)])
+    text = lm_table.main([str(s0)])
+    assert "seed 0: mean 0.970; 5.0% of validation characters below 0.9, 0.01% below 0.5" in text
