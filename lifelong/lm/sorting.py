@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.encoders.checks import check_at_least
-from lifelong.encoders.segments import SegmentEncoder
+from lifelong.encoders.segments import SegmentEncoder, drain_auxiliary
 
 SORT_TOKENS = 20
 SEP = 20
@@ -244,13 +244,13 @@ class SortingLM(nn.Module):
         with torch.no_grad():
             for start in starts[: len(starts) - len(window)]:
                 memory = self._segment(input_ids, attention_mask, start, memory)[1]
-        self.module.auxiliary_loss()  # drop what the no-grad segments accumulated
+        drain_auxiliary(self.module)  # drop what the no-grad segments accumulated
         hidden = []
         for start in window:
             out, memory = self._segment(input_ids, attention_mask, start, memory)
             hidden.append(out)
         logits = self.head(torch.cat(hidden, dim=1))  # (b, t_w, V)
-        return SortingOutput(logits, window[0], self.module.auxiliary_loss())
+        return SortingOutput(logits, window[0], drain_auxiliary(self.module))
 
     def _segment(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: int, memory: Any
