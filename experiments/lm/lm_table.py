@@ -57,6 +57,10 @@ CLAIMS = (
     Claim("feedback", "transformer-xl", "Feedback: its memory beats Transformer-XL at equal depth"),
     Claim("transformer-xl", BASELINE, "Transformer-XL: the segment cache beats no memory"),
     Claim("compressive", "transformer-xl", "Compressive: compressed memory beats Transformer-XL"),
+    Claim(
+        "infinity-former", "transformer-xl", "∞-former: the continuous memory beats Transformer-XL"
+    ),
+    Claim("memoria", "transformer-xl", "Memoria: its three memories beat Transformer-XL"),
     Claim("memorizing", BASELINE, "Memorizing: the kNN memory beats the local-only model"),
     Claim("rmt", BASELINE, "RMT: recurrent memory tokens beat no memory"),
     Claim("memory-transformer", BASELINE, "Memory Transformer: [mem] tokens beat none"),

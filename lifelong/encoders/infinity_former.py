@@ -14,8 +14,12 @@ its shape (N, d); old content loses resolution geometrically.
 
 Choices this implementation makes (the paper and the reference code leave them open):
 
-* Positions: a learned per-head scalar bias indexed by the clipped relative distance between query
-  and key (no absolute positions), so STM entries keep a meaningful distance to the segment.
+* Positions (``positions``): Transformer-XL's relative attention over ``[STM; segment]``, as the
+  reference builds its ∞-former (deep-spin/infinite-former, ``sorting/mem_transformer.py``);
+  the LTM is read with the same projected query. ``positions="distance-bias"`` is what this
+  module did before 2026-11-27: a learned per-head scalar per clipped distance and no other
+  position signal, which left the ∞-former far behind Transformer-XL in `lifelong lm`
+  (docs/guide/encoders.md, "The module table", gives the ablation).
 * Update order: at the end of segment ``t`` the STM keeps the newest ``short_term_length`` real
   layer inputs; the real ones pushed out are stored as *pending* vectors. At the start of segment
   ``t + 1`` (before attending, as in the reference code) each layer refits its LTM from the detached
@@ -32,8 +36,11 @@ Choices this implementation makes (the paper and the reference code leave them o
   ``[0, 1]``.
 * Sticky memories sample at random in training; in evaluation they use the deterministic inverse
   CDF of the bin histogram at ``(m + 0.5) / M``, so evaluation is reproducible.
-* The KL regulariser is summed over layers, heads and real query tokens of rows whose LTM is
-  non-empty, averaged over the batch rows, and scaled by ``kl_weight``.
+* The KL regulariser is, as the reference's ``kl_m * kl_reg.mean()`` with ``kl_reg`` summed over
+  layers (``sorting/train.py``), averaged over heads and the real query tokens of rows whose
+  LTM is non-empty, summed over layers, and scaled by ``kl_weight`` (1e-6, σ0 0.05: the
+  reference's ``run_sort_inftyformer.sh``). Before 2026-11-27 it was summed over heads and
+  tokens (128 times larger at 4 heads and 32 tokens).
 """
 
 from __future__ import annotations
@@ -59,8 +66,15 @@ from lifelong.encoders.layers import (
     split_heads,
 )
 from lifelong.encoders.segments import SegmentEncoder, mean_pool, merge_rows
+from lifelong.encoders.transformer_xl import (
+    RelativeAttention,
+    RelativePositions,
+    relative_positions,
+)
 
 MIN_VARIANCE = 1e-4
+POSITIONS = ("distance-bias", "relative")
+"""How the attention over [STM; segment] knows distances (`InfinityLayer`'s ``positions``)."""
 _MEMORY_KEYS = (
     "short_term",
     "short_term_mask",
@@ -409,18 +423,34 @@ class InfinityLayer(nn.Module):
     Args:
         config: Module sizes.
         basis: Number of basis functions ``N`` (the μ/σ networks read the ``N`` scores).
-        max_distance: Relative distances are clipped to ``±max_distance``.
+        max_distance: With ``positions="distance-bias"``, relative distances are clipped to
+            ``±max_distance``.
+        positions: ``"distance-bias"``, a learned per-head scalar per clipped distance, or
+            ``"relative"``, Transformer-XL's relative attention (`RelativeAttention`).
 
     """
 
-    def __init__(self, config: ModuleConfig, basis: int, max_distance: int) -> None:
+    def __init__(
+        self,
+        config: ModuleConfig,
+        basis: int,
+        max_distance: int,
+        positions: str = "distance-bias",
+    ) -> None:
         super().__init__()
+        if positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
         d, heads = config.d_model, config.heads
         self.heads = heads
         self.max_distance = max_distance
-        self.attention = MultiHeadAttention(d, heads, config.dropout)
-        self.relative = nn.Embedding(2 * max_distance + 1, heads)  # per-head distance bias
-        nn.init.normal_(self.relative.weight, std=0.02)
+        self.positions = positions
+        self.attention: nn.Module
+        if positions == "relative":
+            self.attention = RelativeAttention(config)
+        else:
+            self.attention = MultiHeadAttention(d, heads, config.dropout)
+            self.relative = nn.Embedding(2 * max_distance + 1, heads)  # per-head distance bias
+            nn.init.normal_(self.relative.weight, std=0.02)
         self.ltm_key = nn.Linear(d, d, bias=False)
         self.ltm_value = nn.Linear(d, d, bias=False)
         self.ltm_output = nn.Linear(d, d, bias=False)
@@ -487,6 +517,7 @@ class InfinityLayer(nn.Module):
         signal: ContinuousSignal,
         coefficients: torch.Tensor,
         filled: torch.Tensor,
+        relative: RelativePositions | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Encode one segment.
 
@@ -498,26 +529,44 @@ class InfinityLayer(nn.Module):
             signal: The LTM basis.
             coefficients: The LTM coefficients to read (b, N, d).
             filled: (b,) True for rows with a non-empty LTM.
+            relative: With ``positions="relative"``, the segment's `relative_positions`.
 
         Returns:
             The layer output (b, t, d), and the LTM density's μ and σ² (b, h, t).
 
         """
-        b, t, _ = x.shape
-        s = short_term.shape[1]
-        keys = torch.cat([short_term, x], dim=1)  # (b, S + t, d)
+        # the LTM is read with the self-attention's projected query (the reference's
+        # sorting/long_term_attention.py reads with mem_transformer.py's w_head_q)
         q = split_heads(self.attention.query(x), self.heads)  # (b, h, t, d_h)
+        if self.positions == "relative":
+            if relative is None:
+                raise ValueError("positions='relative' needs the segment's relative positions")
+            context = self.attention(x, short_term, relative)  # (b, t, d)
+        else:
+            context = self._biased_attention(x, q, short_term, key_mask, causal)  # (b, t, d)
+        long_term, mu, variance = self._read_long_term(q, coefficients, signal)
+        long_term = long_term * filled[:, None, None].to(long_term.dtype)  # empty LTM reads 0
+        x = self.norm1(x + context + self.dropout(long_term))
+        return self.norm2(x + self.ffn(x)), mu, variance
+
+    def _biased_attention(
+        self,
+        x: torch.Tensor,
+        q: torch.Tensor,
+        short_term: torch.Tensor,
+        key_mask: torch.Tensor,
+        causal: bool,
+    ) -> torch.Tensor:
+        """Attention over [STM; segment] with the learned distance bias, projected: (b, t, d)."""
+        t, s = x.shape[1], short_term.shape[1]
+        keys = torch.cat([short_term, x], dim=1)  # (b, S + t, d)
         k = split_heads(self.attention.key(keys), self.heads)  # (b, h, S + t, d_h)
         v = split_heads(self.attention.value(keys), self.heads)  # (b, h, S + t, d_h)
         mask = key_mask.bool()[:, None, None, :]  # (b, 1, 1, S + t)
         if causal:
             mask = mask & causal_mask(t, s + t, x.device)[None, None]  # (b, 1, t, S + t)
         context, _ = attend(q, k, v, mask, bias=self._distance_bias(t, s, x.device))
-        context = self.attention.dropout(self.attention.output(merge_heads(context)))  # (b, t, d)
-        long_term, mu, variance = self._read_long_term(q, coefficients, signal)
-        long_term = long_term * filled[:, None, None].to(long_term.dtype)  # empty LTM reads 0
-        x = self.norm1(x + context + self.dropout(long_term))
-        return self.norm2(x + self.ffn(x)), mu, variance
+        return self.attention.dropout(self.attention.output(merge_heads(context)))
 
     def _distance_bias(self, t: int, s: int, device: torch.device) -> torch.Tensor:
         queries = torch.arange(t, device=device)[:, None] + s  # (t, 1)
@@ -563,7 +612,13 @@ class InfinityFormer(SegmentEncoder):
         padded_fit: Fit the LTM with the reference code's padded-position trick (zero targets
             over ``[-0.5, 0)`` and ``(1, 1.5]``); it keeps the signal near zero outside
             ``[0, 1]`` at the price of a small pull towards zero of the newest vectors near 1.
-        max_distance: Relative distances are clipped to ``±max_distance``
+        positions: How the attention over [STM; segment] knows distances: ``"relative"``,
+            Transformer-XL's relative attention, as the reference's ∞-former is built
+            (deep-spin/infinite-former, ``sorting/mem_transformer.py``:
+            ``RelPartialLearnableMultiHeadAttn`` over ``[mems[-mem_len:]; segment]``), or
+            ``"distance-bias"``, a learned per-head scalar per clipped distance (this module's
+            design before 2026-11-27; see the module docstring).
+        max_distance: With ``"distance-bias"``, relative distances are clipped to ``±max_distance``
             (``config.max_positions + short_term_length`` by default).
 
     """
@@ -583,9 +638,12 @@ class InfinityFormer(SegmentEncoder):
         kl_weight: float = 1e-6,
         sigma0: float = 0.05,
         padded_fit: bool = True,
+        positions: str = "relative",
         max_distance: int | None = None,
     ) -> None:
         super().__init__(config)
+        if positions == "relative" and config.d_model % 2:
+            raise ValueError(f"config.d_model must be even for sinusoids, got {config.d_model}")
         samples = basis if samples is None else samples
         max_distance = (
             config.max_positions + short_term_length if max_distance is None else max_distance
@@ -601,8 +659,9 @@ class InfinityFormer(SegmentEncoder):
         self.sigma0 = sigma0
         self.signal = ContinuousSignal(basis, widths, ridge, tau, samples, pad=padded_fit)
         self.embed = TokenEmbedding(config, positions=False)
+        self.positions = positions
         self.layers = nn.ModuleList(
-            InfinityLayer(config, basis, max_distance) for _ in range(config.layers)
+            InfinityLayer(config, basis, max_distance, positions) for _ in range(config.layers)
         )
         self._kl: torch.Tensor | None = None
 
@@ -649,6 +708,9 @@ class InfinityFormer(SegmentEncoder):
         groups = _write_groups(memory["filled"], memory["pending_mask"])
         filled = memory["filled"] | memory["pending_mask"].bool().any(1)  # (b,)
         x = self.embed(input_ids)  # (b, t, d)
+        relative = None
+        if self.positions == "relative":
+            relative = relative_positions(key_mask.bool(), t, self.config, x.dtype)
         inputs, coefficients, histograms, kl = [], [], [], x.new_zeros(())
         for i, layer in enumerate(self.layers):
             inputs.append(x.detach())
@@ -668,9 +730,11 @@ class InfinityFormer(SegmentEncoder):
                 self.signal,
                 current,
                 filled,
+                relative,
             )
             reads = (token_mask * filled.to(token_mask.dtype)[:, None])[:, None, :]  # (b, 1, t)
-            kl = kl + (kl_to_prior(variance, self.sigma0) * reads).sum() / b
+            count = (reads.sum() * variance.shape[1]).clamp(min=1.0)  # real reads x heads
+            kl = kl + (kl_to_prior(variance, self.sigma0) * reads).sum() / count
             coefficients.append(current.detach())
             histograms.append(self._histogram(mu, variance, reads))
         if bool(filled.any()):

@@ -105,6 +105,47 @@ def relative_distances(key_valid: torch.Tensor, t: int) -> torch.Tensor:
     return queries[:, :, None] - positions[:, None, :]  # (b, t, s)
 
 
+def distance_range(t: int, s: int, causal: bool, device: torch.device) -> torch.Tensor:
+    """Every query-key distance that can occur, (n_rel,): from 0 (causal) or 1 − t to s − 1."""
+    low = 0 if causal else -(t - 1)
+    return torch.arange(low, s, device=device)
+
+
+def relative_positions(
+    key_valid: torch.Tensor,
+    t: int,
+    config: ModuleConfig,
+    dtype: torch.dtype,
+    *,
+    window: int | None = None,
+) -> RelativePositions:
+    """What `RelativeAttention` reads for ``t`` queries that are the last ``t`` of the keys.
+
+    Args:
+        key_valid: (b, s) bool validity of ``[context; segment]``.
+        t: Number of queries (the segment's length).
+        config: Module sizes (``d_model``, ``causal``).
+        dtype: The embeddings' dtype.
+        window: If given, a query sees at most ``window`` positions back (``same_length``).
+
+    Returns:
+        The sinusoids of every distance that can occur, (n_rel, d): from 0 (causal) or 1 − t
+        to s − 1; their row per (query, key) pair (b, t, s); the mask (b, 1, t, s).
+
+    """
+    s = key_valid.shape[1]
+    distances = relative_distances(key_valid, t)  # (b, t, s)
+    span = distance_range(t, s, config.causal, key_valid.device)  # (n_rel,)
+    relative = sinusoidal_embedding(span, config.d_model)  # (n_rel, d)
+    index = (distances - span[0]).clamp(min=0, max=span.numel() - 1)  # (b, t, s)
+    mask = key_valid[:, None, None, :]  # (b, 1, 1, s)
+    if config.causal:
+        mask = mask & causal_mask(t, s, key_valid.device)[None, None]  # (b, 1, t, s)
+    if window is not None:
+        mask = mask & (distances <= window)[:, None]  # (b, 1, t, s)
+    return RelativePositions(relative.to(dtype), index, mask.expand(-1, 1, t, s))
+
+
 @dataclass
 class _Fifo:
     """Where each slot of an updated FIFO comes from (indices into the concatenated sequence)."""
@@ -404,26 +445,20 @@ class TransformerXL(SegmentEncoder):
         return None
 
     def _distance_range(self, t: int, s: int, device: torch.device) -> torch.Tensor:
-        """Every query-key distance that can occur, (n_rel,): from 0 (causal) or 1 - t to s."""
-        low = 0 if self.config.causal else -(t - 1)
-        return torch.arange(low, s, device=device)
+        """Every query-key distance that can occur (`distance_range`)."""
+        return distance_range(t, s, self.config.causal, device)
 
     def _positions(
         self, key_valid: torch.Tensor, t: int, structure: Any = None
     ) -> RelativePositions:
         """Relative embeddings (n_rel, d), their index per pair (b, t, s) and the mask."""
-        s = key_valid.shape[1]
-        distances = relative_distances(key_valid, t)  # (b, t, s)
-        span = self._distance_range(t, s, key_valid.device)  # (n_rel,)
-        relative = sinusoidal_embedding(span, self.config.d_model)  # (n_rel, d)
-        index = (distances - span[0]).clamp(min=0, max=span.numel() - 1)  # (b, t, s)
-        mask = key_valid[:, None, None, :]  # (b, 1, 1, s)
-        if self.config.causal:
-            mask = mask & causal_mask(t, s, key_valid.device)[None, None]  # (b, 1, t, s)
-        if self.same_length:
-            mask = mask & (distances <= self.context_length)[:, None]  # (b, 1, t, s)
-        dtype = self.embed.words.weight.dtype
-        return RelativePositions(relative.to(dtype), index, mask.expand(-1, 1, t, s))
+        return relative_positions(
+            key_valid,
+            t,
+            self.config,
+            self.embed.words.weight.dtype,
+            window=self.context_length if self.same_length else None,
+        )
 
     def _push(
         self,
@@ -622,6 +657,8 @@ __all__ = [
     "RelativeAttention",
     "RelativeLayer",
     "TransformerXL",
+    "distance_range",
     "relative_distances",
+    "relative_positions",
     "sinusoidal_embedding",
 ]

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from lifelong.encoders.infinity_former import (
+    POSITIONS,
     InfinityFormer,
     bin_masses,
     evaluate_basis,
@@ -21,6 +22,7 @@ from lifelong.encoders.infinity_former import (
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import build_memory_module
 from lifelong.encoders.segments import DocumentEncoder
+from lifelong.encoders.transformer_xl import RelativeAttention, TransformerXL
 
 SEGMENT = 8
 
@@ -209,8 +211,9 @@ def document(batch: int = 3, length: int = 40):
     return ids, mask
 
 
-def test_runs_over_segments_with_finite_gradients_into_every_parameter():
-    module = small_module(causal=True)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_runs_over_segments_with_finite_gradients_into_every_parameter(positions):
+    module = small_module(causal=True, positions=positions)
     encoder = DocumentEncoder(module, SEGMENT)
     ids, mask = document()
     mask[1, 30:] = 0
@@ -232,8 +235,9 @@ def test_runs_over_segments_with_finite_gradients_into_every_parameter():
         assert grad.abs().sum() > 0, part
 
 
-def test_padded_tokens_do_not_change_outputs():
-    module = small_module(causal=True).eval()
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_padded_tokens_do_not_change_outputs(positions):
+    module = small_module(causal=True, positions=positions).eval()
     encoder = DocumentEncoder(module, SEGMENT)
     ids, mask = document(batch=2)
     mask[0, 29:] = 0  # row 0: 29 tokens (last segment 5 real + 3 padded, then an empty segment)
@@ -281,8 +285,9 @@ def test_long_term_memory_alone_carries_earlier_segments():
     torch.testing.assert_close(fresh.hidden, base.hidden[:, :SEGMENT])
 
 
-def test_causal_mask_hides_future_tokens_of_the_segment():
-    module = small_module(causal=True).eval()
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_causal_mask_hides_future_tokens_of_the_segment(positions):
+    module = small_module(causal=True, positions=positions).eval()
     encoder = DocumentEncoder(module, SEGMENT)
     ids, mask = document(batch=1, length=3 * SEGMENT)
     changed = ids.clone()
@@ -291,6 +296,32 @@ def test_causal_mask_hides_future_tokens_of_the_segment():
     base, out = encoder(ids, mask).hidden, encoder(changed, mask).hidden
     torch.testing.assert_close(out[:, :position], base[:, :position])
     assert (out[:, position:] - base[:, position:]).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_relative_positions_with_an_empty_long_term_memory_compute_transformer_xl(causal):
+    # the reference's ∞-former is Transformer-XL plus the LTM: until the first eviction fills
+    # the LTM (it reads exactly zero before), it must compute what Transformer-XL computes with
+    # the same weights and a cache of the STM's length
+    module = small_module(causal=causal, positions="relative").eval()
+    assert all(isinstance(layer.attention, RelativeAttention) for layer in module.layers)
+    xl = TransformerXL(small_config(causal), memory_length=SEGMENT).eval()
+    missing, unexpected = module.load_state_dict(xl.state_dict(), strict=False)
+    assert not unexpected and all(k.split(".")[2] not in ("attention", "norm1", "ffn", "norm2")
+                                  for k in missing)  # fmt: skip
+    ids, mask = document(batch=2, length=2 * SEGMENT)
+    mask[1, SEGMENT + 3 :] = 0
+    ours = DocumentEncoder(module, SEGMENT)(ids, mask)
+    assert not ours.memory["filled"].any()  # two segments: nothing evicted from the STM yet
+    theirs = DocumentEncoder(xl, SEGMENT)(ids, mask)
+    real = mask[:, :, None].to(ours.hidden.dtype)  # Transformer-XL zeroes padded positions
+    torch.testing.assert_close(ours.hidden * real, theirs.hidden, atol=1e-5, rtol=0)
+    # a third segment evicts the first into the LTM, and the two part ways
+    ids, mask = document(batch=2, length=4 * SEGMENT)
+    ours = DocumentEncoder(module, SEGMENT)(ids, mask)
+    theirs = DocumentEncoder(xl, SEGMENT)(ids, mask)
+    late = slice(3 * SEGMENT, None)
+    assert (ours.hidden[:, late] - theirs.hidden[:, late]).abs().max() > 1e-4
 
 
 def test_auxiliary_loss_is_read_once_and_absent_before_the_memory_fills():
@@ -325,6 +356,7 @@ def test_linear_sampling_and_registry_construction():
         ({"short_term_length": -1}, "short_term_length"),
         ({"sigma0": 0.0}, "sigma0"),
         ({"samples": 0}, "samples"),
+        ({"positions": "absolute"}, "positions"),
     ],
 )
 def test_bad_arguments_raise(kwargs, match):
