@@ -66,7 +66,8 @@ CLAIMS = (
     Claim("memory-transformer", BASELINE, "Memory Transformer: [mem] tokens beat none"),
 )
 """The claims judged (language-modelling claims only: MemSizer's is about cost, RMT's recall
-and the sorting results are the other tables'; Feedback's at lower depth needs a shallower run)."""
+and the sorting results are the other tables'; Feedback's at lower depth compares
+rows of two budgets: results/lm/lm_2layers_s0.json against the 4-layer table)."""
 
 
 def load_runs(paths: Sequence[Path]) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]]]:
