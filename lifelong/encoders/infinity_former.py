@@ -12,7 +12,8 @@ at ``M`` points, linearly spaced or, with *sticky memories*, where the previous 
 went), the vectors evicted from the STM are placed in ``(τ, 1]``, and ``B`` is refitted. ``B`` keeps
 its shape (N, d); old content loses resolution geometrically.
 
-Choices this implementation makes (the paper and the reference code leave them open):
+Choices this implementation makes where the paper leaves them open (and, where the reference code
+settles one, what it does):
 
 * Positions (``positions``): Transformer-XL's relative attention over ``[STM; segment]``, as the
   reference builds its ∞-former (deep-spin/infinite-former, ``sorting/mem_transformer.py``);
@@ -541,7 +542,7 @@ class InfinityLayer(nn.Module):
         if self.positions == "relative":
             if relative is None:
                 raise ValueError("positions='relative' needs the segment's relative positions")
-            context = self.attention(x, short_term, relative)  # (b, t, d)
+            context = self.attention.read(q, x, short_term, relative)  # (b, t, d)
         else:
             context = self._biased_attention(x, q, short_term, key_mask, causal)  # (b, t, d)
         long_term, mu, variance = self._read_long_term(q, coefficients, signal)
@@ -642,8 +643,6 @@ class InfinityFormer(SegmentEncoder):
         max_distance: int | None = None,
     ) -> None:
         super().__init__(config)
-        if positions == "relative" and config.d_model % 2:
-            raise ValueError(f"config.d_model must be even for sinusoids, got {config.d_model}")
         samples = basis if samples is None else samples
         max_distance = (
             config.max_positions + short_term_length if max_distance is None else max_distance

@@ -215,6 +215,8 @@ class RelativeAttention(nn.Module):
 
     def __init__(self, config: ModuleConfig) -> None:
         super().__init__()
+        if config.d_model % 2:
+            raise ValueError(f"config.d_model must be even for sinusoids, got {config.d_model}")
         self.heads = config.heads
         d, dh = config.d_model, config.head_size
         self.query = nn.Linear(d, d)
@@ -240,11 +242,24 @@ class RelativeAttention(nn.Module):
             The projected output (b, t, d).
 
         """
+        return self.read(split_heads(self.query(x), self.heads), x, context, positions)
+
+    def read(
+        self,
+        q: torch.Tensor,
+        x: torch.Tensor,
+        context: torch.Tensor,
+        positions: RelativePositions,
+    ) -> torch.Tensor:
+        """`forward` given the segment's projected queries ``q`` (b, h, t, dh).
+
+        For a layer that reads something else with the same queries (the ∞-former's long-term
+        memory), so that they are projected once.
+        """
         relative, index, mask = positions
         b, t, _ = x.shape
         s = context.shape[1] + t
         source = torch.cat([context, x], dim=1)  # (b, s, d)
-        q = split_heads(self.query(x), self.heads)  # (b, h, t, dh)
         k = split_heads(self.key(source), self.heads)  # (b, h, s, dh)
         v = split_heads(self.value(source), self.heads)  # (b, h, s, dh)
         scale = 1.0 / math.sqrt(q.shape[-1])

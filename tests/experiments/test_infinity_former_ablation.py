@@ -1,8 +1,6 @@
 """The ∞-former ablation trains the named variants at `lifelong lm`'s budget and writes them."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -10,15 +8,10 @@ import torch
 from lifelong.encoders.infinity_former import InfinityFormer
 from lifelong.encoders.transformer_xl import RelativeAttention
 
-SCRIPT = Path(__file__).parents[2] / "experiments" / "lm" / "infinity_former_ablation.py"
-
 
 @pytest.fixture
-def ablation():
-    spec = importlib.util.spec_from_file_location("infinity_former_ablation", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def ablation(load_script):
+    return load_script("lm/infinity_former_ablation.py")
 
 
 def test_unknown_variants_are_refused_before_training(ablation):

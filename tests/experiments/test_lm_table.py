@@ -1,8 +1,6 @@
 """The `lifelong lm` table over seeds: one budget, per-seed columns, means and claim verdicts."""
 
-import importlib.util
 import json
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -10,17 +8,10 @@ import pytest
 
 from lifelong.lm.bench import BenchSettings, Row, _write_rows
 
-SCRIPT = Path(__file__).parents[2] / "experiments" / "lm" / "lm_table.py"
-
 
 @pytest.fixture
-def lm_table():
-    spec = importlib.util.spec_from_file_location("lm_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["lm_table"] = module  # its dataclass resolves annotations through it
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["lm_table"]
+def lm_table(load_script):
+    return load_script("lm/lm_table.py")
 
 
 def _budget(seed: int, steps: int = 1000) -> dict:

@@ -1,19 +1,11 @@
 """The segment-length probe trains one model per length and tables its loss by position."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).parents[2] / "experiments" / "lm" / "segment_length_probe.py"
 
 
 @pytest.fixture
-def probe_script():
-    spec = importlib.util.spec_from_file_location("segment_length_probe", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def probe_script(load_script):
+    return load_script("lm/segment_length_probe.py")
 
 
 def test_one_row_per_length_with_the_shared_positions_as_columns(probe_script, capsys):
