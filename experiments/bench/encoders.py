@@ -21,6 +21,10 @@ noisy, so the *ratios* to the shortest length are the result):
 
     python experiments/bench/encoders.py [--lengths 256 512 1024 2048] [--segment 128]
         [--modules transformer-xl memformer ...] [--repeats 3] [--batch-size 2] [--d-model 64]
+        [--device cpu]
+
+On CUDA every timing waits for the device (``torch.cuda.synchronize``) before its clock stops,
+and ``saved MiB`` counts the same autograd-saved tensors, now in GPU memory.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import torch
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import MEMORY_MODULES, build_memory_module
 from lifelong.encoders.segments import SegmentEncoder, Transformer
+from lifelong.runtime import resolve_device
 
 FULL_ATTENTION = "full-attention"
 KNOWN = [FULL_ATTENTION, *MEMORY_MODULES]
@@ -54,7 +59,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-train", action="store_true", help="skip forward + backward")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: leave as is)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     args = parser.parse_args(argv)
+    args.device = resolve_device(args.device)  # a bad or missing device fails before any work
     if any(n < 1 for n in args.lengths) or args.segment < 1 or args.repeats < 1:
         parser.error("--lengths, --segment and --repeats must be positive")
     args.lengths = sorted(args.lengths)
@@ -131,7 +138,7 @@ def build(name: str, args: argparse.Namespace) -> tuple[SegmentEncoder, int]:
     )
     torch.manual_seed(args.seed)
     module = Transformer(config) if full else build_memory_module(name, config, args.segment)
-    return module.eval(), segment
+    return module.to(args.device).eval(), segment
 
 
 def run_segments(module: SegmentEncoder, ids: torch.Tensor, segment: int, grad_last: bool) -> Any:
@@ -148,11 +155,14 @@ def run_segments(module: SegmentEncoder, ids: torch.Tensor, segment: int, grad_l
     return out
 
 
-def best_time(fn: Callable[[], Any], repeats: int) -> float:
+def best_time(fn: Callable[[], Any], repeats: int, device: torch.device) -> float:
+    """The shortest of ``repeats`` calls of ``fn``, each timed until ``device`` has finished."""
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -182,7 +192,7 @@ def measure(name: str, args: argparse.Namespace) -> list[dict[str, float]]:
     module, segment = build(name, args)
     rows = []
     for length in args.lengths:
-        ids = torch.randint(0, args.vocab, (args.batch_size, length))
+        ids = torch.randint(0, args.vocab, (args.batch_size, length), device=args.device)
         step = length if name == FULL_ATTENTION else segment
         rows.append(measure_length(module, ids, step, args))
     return rows
@@ -195,7 +205,7 @@ def measure_length(
     length = ids.shape[1]
     with torch.no_grad():
         run_segments(module, ids, step, grad_last=False)  # warm-up
-        fwd = best_time(lambda: run_segments(module, ids, step, False), args.repeats)
+        fwd = best_time(lambda: run_segments(module, ids, step, False), args.repeats, args.device)
         state = tensor_bytes(run_segments(module, ids, step, False).memory)
     row = {"length": length, "fwd": fwd, "seg": fwd / (length / args.segment), "state": state}
     if not args.no_train:
@@ -204,7 +214,7 @@ def measure_length(
             out = run_segments(module, ids, step, grad_last=True)
             out.hidden.square().mean().backward()
 
-        row["train"] = best_time(train, args.repeats)
+        row["train"] = best_time(train, args.repeats, args.device)
         with saved_bytes_meter(module.parameters()) as meter:
             train()
         row["saved"] = meter.peak
@@ -257,7 +267,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]
         torch.set_num_threads(args.threads)
     print(
         f"segment {args.segment}, batch {args.batch_size}, d {args.d_model}, {args.layers} layers, "
-        f"best of {args.repeats}, {torch.get_num_threads()} thread(s); ratios are to "
+        f"best of {args.repeats}, {torch.get_num_threads()} thread(s), on {args.device}; "
+        f"ratios are to "
         f"L0 = {args.lengths[0]}"
     )
     results = {}
