@@ -29,6 +29,8 @@ from lifelong.runtime import Runtime
 from lifelong.strategy import StrategyContext
 from lifelong.streams import batches, text_classification_stream
 from lifelong.tasks import TaskSettings, build_task
+from lifelong.tasks.base import TaskKind
+from lifelong.tasks.prepared import on_device
 
 BATCH = 16  # the budget's batch (real_budget.yaml)
 MAX_LENGTH = 64  # the budget's tokens
@@ -46,6 +48,30 @@ def observe_seconds(strategy: object, data: list[Batch], runtime: Runtime) -> fl
     return (time.perf_counter() - start) / sum(b.num_examples for b in data[1:])
 
 
+def budget_batches(
+    data_dir: str | None, steps: int, device: torch.device
+) -> tuple[TaskKind, list[Batch], list[Batch]]:
+    """The task kind, ``steps + 1`` batches to time (the first a warm-up) and the memory's fill.
+
+    Shuffled training rows of order i, tokenised as the budget does and already on ``device``
+    (strategies take their batches on the run's device, as the learner hands them over).
+    """
+    stream = text_classification_stream(
+        "i", data_dir=data_dir, train_size=200 if data_dir else None, test_size=10
+    )
+    kind = build_task(
+        "classification",
+        load_tokenizer("minilm"),
+        stream.label_names,
+        TaskSettings(max_length=MAX_LENGTH),
+    )
+    task = on_device(kind, device)
+    pool = [e for t in stream for e in t.train]
+    shuffled = [task(c) for c in batches(pool, BATCH, shuffle=True, seed=0)]
+    fill_batches = -(-2 * NEIGHBOURS // BATCH)  # 64 examples
+    return kind, shuffled[: steps + 1], shuffled[steps + 1 :][:fill_batches]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=None, help="real CSVs (default: bundled sample)")
@@ -57,19 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.steps < 1:
         parser.error(f"--steps must be >= 1, got {args.steps}")
     runtime = Runtime.resolve(args.device, "fp32")
-    stream = text_classification_stream(
-        "i", data_dir=args.data_dir, train_size=200 if args.data_dir else None, test_size=10
-    )
-    kind = build_task(
-        "classification",
-        load_tokenizer("minilm"),
-        stream.label_names,
-        TaskSettings(max_length=MAX_LENGTH),
-    )
-    pool = [e for t in stream for e in t.train]
-    shuffled = [kind(c) for c in batches(pool, BATCH, shuffle=True, seed=0)]
-    fill_batches = -(-2 * NEIGHBOURS // BATCH)  # 64 examples
-    data, fill = shuffled[: args.steps + 1], shuffled[args.steps + 1 :][:fill_batches]
+    kind, data, fill = budget_batches(args.data_dir, args.steps, runtime.device)
     if sum(b.num_examples for b in fill) <= NEIGHBOURS:
         parser.error(f"--steps {args.steps} leaves too few examples to fill the memory")
 

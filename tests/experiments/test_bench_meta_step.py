@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 BENCH = Path(__file__).parents[2] / "experiments" / "bench"
 
@@ -30,3 +31,17 @@ def test_meta_step_bench_refuses_no_timed_steps(monkeypatch):
 
     with pytest.raises(SystemExit):
         meta_step.main(["--encoder", "tiny", "--steps", "0"])
+
+
+def test_meta_step_bench_hands_its_batches_over_on_the_runs_device(monkeypatch):
+    """On an H100 the bench fed CPU batches to a CUDA model (an index_select across devices);
+    the ``meta`` device stands for the GPU here: every tensor must have moved there."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("meta_step", None)
+    import meta_step
+
+    device = torch.device("meta")
+    _, data, fill = meta_step.budget_batches(None, 1, device)
+    assert len(data) == 2 and sum(b.num_examples for b in fill) == 64
+    for batch in data + fill:
+        assert batch.input_ids.device == device and batch.labels.device == device
