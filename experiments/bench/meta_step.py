@@ -53,8 +53,9 @@ def budget_batches(
 ) -> tuple[TaskKind, list[Batch], list[Batch]]:
     """The task kind, ``steps + 1`` batches to time (the first a warm-up) and the memory's fill.
 
-    Shuffled training rows of order i, tokenised as the budget does and already on ``device``
-    (strategies take their batches on the run's device, as the learner hands them over).
+    Shuffled training rows of order i, tokenised as the budget does. The kind is prepared for
+    ``device``, as the learner prepares it: its batches, and the rows the memory's key network
+    reads, land there.
     """
     stream = text_classification_stream(
         "i", data_dir=data_dir, train_size=200 if data_dir else None, test_size=10
@@ -69,7 +70,7 @@ def budget_batches(
     pool = [e for t in stream for e in t.train]
     shuffled = [task(c) for c in batches(pool, BATCH, shuffle=True, seed=0)]
     fill_batches = -(-2 * NEIGHBOURS // BATCH)  # 64 examples
-    return kind, shuffled[: steps + 1], shuffled[steps + 1 :][:fill_batches]
+    return task, shuffled[: steps + 1], shuffled[steps + 1 :][:fill_batches]
 
 
 def main(argv: list[str] | None = None) -> None:

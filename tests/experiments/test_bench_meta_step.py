@@ -34,14 +34,15 @@ def test_meta_step_bench_refuses_no_timed_steps(monkeypatch):
 
 
 def test_meta_step_bench_hands_its_batches_over_on_the_runs_device(monkeypatch):
-    """On an H100 the bench fed CPU batches to a CUDA model (an index_select across devices);
-    the ``meta`` device stands for the GPU here: every tensor must have moved there."""
+    """On an H100 the bench fed CPU batches to a CUDA model, then CPU rows to the memory's CUDA
+    key network (index_selects across devices); the ``meta`` device stands for the GPU here."""
     monkeypatch.syspath_prepend(str(BENCH))
     sys.modules.pop("meta_step", None)
     import meta_step
 
     device = torch.device("meta")
-    _, data, fill = meta_step.budget_batches(None, 1, device)
+    kind, data, fill = meta_step.budget_batches(None, 1, device)
     assert len(data) == 2 and sum(b.num_examples for b in fill) == 64
-    for batch in data + fill:
+    key_rows = kind.key_rows(fill[0].examples)  # what the memory writer encodes
+    for batch in [*data, *fill, key_rows]:
         assert batch.input_ids.device == device and batch.labels.device == device
