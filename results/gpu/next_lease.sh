@@ -1,4 +1,4 @@
-# The next GPU lease's checks, one call of about 7 minutes (run it as `bash results/gpu/next_lease.sh`
+# (Second lease's plan; the third ran h100_2026-11-27/lease*.sh instead.) A GPU lease's checks, one call of about 7 minutes (run it as `bash results/gpu/next_lease.sh`
 # with carry [".devcarry/whl", ".devcarry/site", ".devcarry/scripts", ".devcarry/mini8"], timeout_s 480).
 # .devcarry/ (ignored) is rebuilt here as h100_2026-11-26/README.md and h100_2026-11-26b/README.md
 # say: whl/ holds faiss-cpu 1.15.1, higher 0.2.1 and setuptools wheels for Python 3.12
