@@ -6,7 +6,7 @@ no memory) or a memory attached to a pre-trained BERT (`ON_BERT`: ``memoria-mini
 ``rmt-minilm`` and their ``-tiny`` twins). The memory modules are randomly initialised with
 `TEXT_MODULE_SIZES`, read the MiniLM tokenizer's ids, and encode each input segment by
 segment (`DocumentEncoder`, ``segment_length`` tokens per segment, read `DOCUMENT_PASSES`
-times).
+times unless the run's ``document_passes`` says otherwise).
 """
 
 from __future__ import annotations
@@ -52,7 +52,12 @@ def tokenizer_name(name: str) -> str:
 
 
 def load_run_encoder(
-    name: str, *, seed: int = 0, segment_length: int = 64, pooling: str = "auto"
+    name: str,
+    *,
+    seed: int = 0,
+    segment_length: int = 64,
+    pooling: str = "auto",
+    passes: int | None = None,
 ) -> nn.Module:
     """Build the encoder a run config names (see the module docstring).
 
@@ -62,8 +67,12 @@ def load_run_encoder(
         segment_length: Tokens per segment of the memory-augmented encoders.
         pooling: A Hugging Face encoder's pooled vector: ``"auto"``, ``"pooler"`` or ``"cls"``
             (see `load_encoder`); the memory-augmented encoders pool as their modules do.
+        passes: Reads of each input by a memory-augmented encoder (`DocumentEncoder`'s
+            ``passes``); ``None``: the design's own (`DOCUMENT_PASSES`, else 1).
 
     """
+    if passes is None:
+        passes = DOCUMENT_PASSES.get(name, 1)
     if name in MEMORIA_BERT:
         from lifelong.encoders.memoria import EngramSettings, MemoriaBert
 
@@ -76,13 +85,13 @@ def load_run_encoder(
             n = max(4, segment_length // 8)
             settings = EngramSettings(n, n, n, 2 * n, lifespan=12.0)
             module = MemoriaBert(bert, bert.num_layers - 2, settings)
-        return DocumentEncoder(module, segment_length)
+        return DocumentEncoder(module, segment_length, passes=passes)
     if name in RMT_BERT:
         from lifelong.encoders.rmt import RecurrentMemoryBert
 
         bert = load_encoder(RMT_BERT[name], seed=seed)
         module = RecurrentMemoryBert(bert, slots=RMT_BERT_SLOTS, seed=seed)
-        return DocumentEncoder(module, segment_length)
+        return DocumentEncoder(module, segment_length, passes=passes)
     if name in MEMORY_MODULES:
         tokenizer = load_tokenizer(MINILM)
         config = replace(TEXT_MODULE_SIZES, vocab_size=len(tokenizer), max_positions=segment_length)
@@ -95,5 +104,5 @@ def load_run_encoder(
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             module = build_memory_module(name, config, segment_length, **options)
-        return DocumentEncoder(module, segment_length, passes=DOCUMENT_PASSES.get(name, 1))
+        return DocumentEncoder(module, segment_length, passes=passes)
     return load_encoder(name, seed=seed, pooling=pooling)

@@ -317,12 +317,18 @@ class EncoderOptions:
             state; ``auto``: the pooler where the checkpoint has trained pooler weights (BERT),
             else [CLS] (MiniLM, ``tiny``). Memory keys are always the raw [CLS] (EM-in-LLL
             ``memory.py``).
+        document_passes: Memory-augmented encoders only: times each input is read, every pass
+            starting from the memory the previous one left, the last pass's output used
+            (``None``: the design's own, `DOCUMENT_PASSES`: 2 for ERNIE-Doc's retrospective
+            feed, Ding et al. 2021 section 3.1, and for ReadTwice, else 1). ``1`` with
+            ``ernie-doc`` is ERNIE-Doc without its retrospective feed.
 
     """
 
     name: str = MINILM
     segment_length: int | None = None
     pooling: Literal["auto", "pooler", "cls"] = "auto"
+    document_passes: int | None = None
 
     @property
     def segmented(self) -> bool:
@@ -340,18 +346,20 @@ class EncoderOptions:
         return not self.segmented
 
     def check(self, max_length: int) -> None:
-        """``segment_length`` only where it means something, without loading anything.
+        """``segment_length`` and ``document_passes`` only where they mean something, unloaded.
 
         Args:
             max_length: The task's tokens per row (named in the error).
 
         Raises:
-            EncoderError: ``segment_length`` given with an encoder that reads inputs whole.
+            EncoderError: ``segment_length`` or ``document_passes`` given with an encoder that
+                reads inputs whole.
 
         """
-        if self.segment_length is not None and not self.segmented:
-            raise EncoderError(
-                f"key 'segment_length': applies to the memory-augmented encoders only "
-                f"({', '.join((*MEMORY_FAMILIES, *ON_BERT))}); encoder {self.name!r} "
-                f"reads each input whole, up to max_length ({max_length}) tokens"
-            )
+        for key in ("segment_length", "document_passes"):
+            if getattr(self, key) is not None and not self.segmented:
+                raise EncoderError(
+                    f"key {key!r}: applies to the memory-augmented encoders only "
+                    f"({', '.join((*MEMORY_FAMILIES, *ON_BERT))}); encoder {self.name!r} "
+                    f"reads each input whole, up to max_length ({max_length}) tokens"
+                )

@@ -39,6 +39,7 @@ RUN_FLAGS = {
     "test_size": "test_size",
     "encoder": "encoder",
     "segment_length": "segment_length",
+    "document_passes": "document_passes",
     "max_length": "max_length",
     "batch_size": "batch_size",
     "eval_batch_size": "eval_batch_size",
@@ -137,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--segment-length", type=int, help="memory-augmented encoders: tokens per segment"
+    )
+    run.add_argument(
+        "--document-passes",
+        type=int,
+        help="memory-augmented encoders: reads of each input, each from the memory the last "
+        "left (default: the design's; 1 turns off ernie-doc's retrospective feed)",
     )
     run.add_argument("--max-length", type=int, help="tokens per input")
     run.add_argument("--batch-size", type=int, help="training mini-batch size")

@@ -88,6 +88,9 @@ class RunConfig:
     # where the checkpoint has trained pooler weights (BERT), else [CLS] (MiniLM, "tiny").
     # Memory keys are always the raw [CLS] (EM-in-LLL memory.py)
     pooling: Literal["auto", "pooler", "cls"] = "auto"
+    # memory-augmented encoders only: passes over each input, each from the memory the last left
+    # (None: the design's own, 2 for ernie-doc's retrospective feed and readtwice, else 1)
+    document_passes: PositiveInt | None = None
     max_length: PositiveInt = 128  # tokens per row (QA: per window) after truncation
     batch_size: PositiveInt = 32  # training mini-batch size in examples (MbPA++: 32)
     # evaluation batch size in examples; "auto": 64 on the CPU, 512 on a GPU (batches are

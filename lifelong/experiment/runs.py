@@ -113,7 +113,11 @@ def run_encoder(encoder: EncoderOptions, seed: int = 0) -> nn.Module:
     from lifelong.encoders import load_run_encoder
 
     return load_run_encoder(
-        encoder.name, seed=seed, segment_length=encoder.segments, pooling=encoder.pooling
+        encoder.name,
+        seed=seed,
+        segment_length=encoder.segments,
+        pooling=encoder.pooling,
+        passes=encoder.document_passes,
     )
 
 

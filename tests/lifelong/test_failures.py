@@ -436,6 +436,19 @@ def test_segment_length_with_a_plain_encoder_is_an_error(tmp_path, capsys):
     assert "key 'segment_length': applies to the memory-augmented encoders only" in err
 
 
+def test_document_passes_with_a_plain_encoder_is_an_error(tmp_path, capsys):
+    args = [*SMALL, "--document-passes", "1", "--output-dir", str(tmp_path)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "key 'document_passes': applies to the memory-augmented encoders only" in err
+
+
+def test_zero_document_passes_is_an_error_naming_the_key(tmp_path, capsys):
+    args = [*TINY, "--encoder", "ernie-doc", "--document-passes", "0"]
+    assert main([*args, "--output-dir", str(tmp_path)]) == 2
+    assert "document_passes" in capsys.readouterr().err
+
+
 def test_an_older_runs_saved_segment_length_still_resumes(tmp_path):
     import yaml
 

@@ -83,3 +83,15 @@ def test_built_by_name_and_bad_options_refused():
         TransformerXL(config, 4, recurrence="next-layer")
     with pytest.raises(ValueError, match="passes"):
         DocumentEncoder(build_memory_module("transformer", config, 8), 8, passes=0)
+
+
+def test_a_run_reads_ernie_doc_twice_unless_told_once():
+    """``document_passes`` (``--document-passes``) reaches the encoder a run builds: the design's
+    two passes by default, one for the ablation without the retrospective feed."""
+    from lifelong.encoders.names import EncoderOptions
+    from lifelong.experiment.runs import run_encoder
+
+    assert run_encoder(EncoderOptions("ernie-doc", segment_length=16)).passes == 2
+    assert run_encoder(EncoderOptions("ernie-doc", 16, document_passes=1)).passes == 1
+    assert run_encoder(EncoderOptions("transformer-xl", 16)).passes == 1
+    assert run_encoder(EncoderOptions("transformer-xl", 16, document_passes=2)).passes == 2
