@@ -1,13 +1,14 @@
-"""Long inputs on the real text stream: RMT's memory tokens on MiniLM against truncation.
+"""Long inputs on the real text stream: memory-augmented readers against truncation and each other.
 
     python experiments/text_classification/long_inputs.py --data-dir ../shared/data/text_real
         [--strategy replay] [--orders i] [--seeds 0] [--train-size N] [--output-dir runs]
-        [--out table.md]
+        [--readers minilm-128,minilm-512,rmt-minilm-64] [--out table.md]
 
 The CPU-budget protocol (``real_budget.yaml``) truncates every row to 64 tokens; half of the
 real Yelp reviews and a third of the Yahoo answers are longer than 128 MiniLM tokens. This runs
-the budget's ``--strategy`` on the same stream three ways, each a sweep of its own
-(``<output-dir>/text_real_budget_long_<reader>/``, resumable like ``lifelong sweep``):
+the budget's ``--strategy`` on the same stream with each reader, each a sweep of its own
+(``<output-dir>/text_real_budget_long_<reader>/``, resumable like ``lifelong sweep``). The
+default readers:
 
 * ``minilm-128``: MiniLM reading each row truncated to 128 tokens (the papers' length:
   de Masson d'Autume et al., 2019, section 4);
@@ -15,9 +16,16 @@ the budget's ``--strategy`` on the same stream three ways, each a sweep of its o
 * ``rmt-minilm-64``: ``rmt-minilm`` reading the same 512 tokens as 64-token segments, its 10
   memory tokens carried from segment to segment (Bulatov et al., 2023; `lifelong.encoders.rmt`).
 
+ERNIE-Doc's retrospective feed (Ding et al. 2021, section 3.1) is measured by three more, all
+randomly initialised (`TEXT_MODULE_SIZES`, the from-scratch learning rate 1e-3), reading 256
+tokens as 32-token segments:
+
+* ``ernie-doc-32``: ERNIE-Doc as designed, two passes (the second from the first's memory);
+* ``ernie-doc-32-once``: the same module read once (``document_passes: 1``), no feed;
+* ``transformer-xl-32``: Transformer-XL, whose recurrence ERNIE-Doc's enhances.
+
 It prints one row per reader (mean and 95% CI of average accuracy, BWT and forgetting, and
-minutes per run), then the paired difference of ``rmt-minilm-64`` minus each MiniLM reader
-over the orders × seeds both have run.
+minutes per run), then the paired differences of `PAIRS` over the orders × seeds both have run.
 """
 
 from __future__ import annotations
@@ -36,14 +44,29 @@ from lifelong.files import atomic_write_text
 BUDGET = Path(__file__).with_name("real_budget.yaml")
 METRICS = ("average_accuracy", "bwt", "forgetting")
 
+_FROM_SCRATCH: dict[str, object] = {"segment_length": 32, "max_length": 256, "lr": 1e-3}
+"""A randomly initialised module's reading: 256 tokens as 8 segments, a from-scratch rate."""
+
 READERS: dict[str, dict[str, object]] = {
     "minilm-128": {"encoder": "minilm", "max_length": 128},
     "minilm-512": {"encoder": "minilm", "max_length": 512},
     "rmt-minilm-64": {"encoder": "rmt-minilm", "segment_length": 64, "max_length": 512},
+    "ernie-doc-32": {**_FROM_SCRATCH, "encoder": "ernie-doc"},
+    "ernie-doc-32-once": {**_FROM_SCRATCH, "encoder": "ernie-doc", "document_passes": 1},
+    "transformer-xl-32": {**_FROM_SCRATCH, "encoder": "transformer-xl"},
 }
 """Each reader's run-config changes to the budget (every other setting is the budget's)."""
 
-MEMORY_READER = "rmt-minilm-64"
+DEFAULT_READERS = ("minilm-128", "minilm-512", "rmt-minilm-64")
+
+PAIRS: tuple[tuple[str, str], ...] = (
+    ("rmt-minilm-64", "minilm-128"),
+    ("rmt-minilm-64", "minilm-512"),
+    ("ernie-doc-32", "ernie-doc-32-once"),  # the retrospective feed
+    ("ernie-doc-32-once", "transformer-xl-32"),  # the enhanced (same-layer) recurrence
+    ("ernie-doc-32", "transformer-xl-32"),  # both
+)
+"""Paired differences printed (first minus second) where both readers have runs."""
 
 
 def reading(sweep: Sweep, reader: str, strategy: str) -> Sweep:
@@ -83,9 +106,9 @@ def table(roots: dict[str, Path], strategy: str) -> str:
         spent = f"{minutes[reader]:.1f}" if reader in minutes else "–"
         lines.append(f"| {reader} | {' | '.join(cells)} | {spent} | {runs} |")
     text = "\n".join(lines) + "\n"
-    if found.get(MEMORY_READER):
-        for reader in (r for r in found if r != MEMORY_READER and found[r]):
-            for c in compare(records, f"{strategy} ({MEMORY_READER})", f"{strategy} ({reader})"):
+    for first, second in PAIRS:
+        if found.get(first) and found.get(second):
+            for c in compare(records, f"{strategy} ({first})", f"{strategy} ({second})"):
                 text += f"\n{c.describe()}\n"
     return text
 
@@ -97,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--orders", default="i")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--train-size", type=int, help="training rows per task (budget's: 2000)")
-    parser.add_argument("--readers", default=",".join(READERS), help="which of the readers")
+    parser.add_argument(
+        "--readers", default=",".join(DEFAULT_READERS), help=f"any of {', '.join(READERS)}"
+    )
     parser.add_argument("--output-dir", default="runs")
     parser.add_argument("--out", help="also write the Markdown table here")
     args = parser.parse_args(argv)

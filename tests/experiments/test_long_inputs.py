@@ -56,3 +56,34 @@ def test_unknown_readers_are_refused_before_anything_runs(long_inputs, capsys):
     with pytest.raises(SystemExit):
         long_inputs.main(["--readers", "minilm-128,bert-2048"])
     assert "unknown 'bert-2048'" in capsys.readouterr().err
+
+
+def test_the_retrospective_feed_readers_differ_from_each_other_only_in_passes(long_inputs):
+    budget = long_inputs.load_sweep(long_inputs.BUDGET).with_grid(["mtl"], ["i"], [0])
+    configs = {
+        reader: next(iter(long_inputs.reading(budget, reader, "mtl").points())).config
+        for reader in ("ernie-doc-32", "ernie-doc-32-once", "transformer-xl-32")
+    }
+    twice, once, xl = configs.values()
+    assert (twice.encoder, twice.segment_length, twice.max_length, twice.lr) == (
+        "ernie-doc",
+        32,
+        256,
+        1e-3,
+    )
+    assert twice.document_passes is None and once.document_passes == 1  # None: the design's 2
+    assert once.replace(document_passes=None, log_group=twice.log_group) == twice
+    assert xl.replace(encoder="ernie-doc", log_group=twice.log_group) == twice
+    assert long_inputs.DEFAULT_READERS == ("minilm-128", "minilm-512", "rmt-minilm-64")
+
+
+def test_the_feed_and_the_recurrence_are_each_a_printed_pair(long_inputs, tmp_path):
+    values = {"ernie-doc-32": 30.0, "ernie-doc-32-once": 27.0, "transformer-xl-32": 26.0}
+    roots = {r: tmp_path / f"text_real_budget_long_{r}" for r in values}
+    for reader, accuracy in values.items():
+        make_run(roots[reader] / "mtl_i_s0", "mtl", "i", 0, accuracy)
+    text = long_inputs.table(roots, "mtl")
+    assert "mtl (ernie-doc-32) − mtl (ernie-doc-32-once) = +3.0 points" in text
+    assert "mtl (ernie-doc-32-once) − mtl (transformer-xl-32) = +1.0 points" in text
+    assert "mtl (ernie-doc-32) − mtl (transformer-xl-32) = +4.0 points" in text
+    assert "rmt-minilm-64" not in text
