@@ -7,10 +7,9 @@ bookkeeping. Timings on a shared machine are noisy, so the loops alternate in ro
 ``--steps`` steps (plain, ours, plain, ours, ...) and the result is the ratio of their total
 tokens/s, measured side by side in one run. The target: ours at >= 0.9x the plain loop.
 
-On CUDA both loops' clocks stop after the device has finished (ours reads its losses, which
-waits for the device, every ``--read-every`` steps, `LOSS_READ_EVERY` by default, and at its
-end; the plain loop synchronises once at its end), so the ratio also shows what ours pays for
-checking its losses as it goes (``--read-every 1``: every step, as it did before).
+On CUDA both loops' clocks stop after the device has finished (ours reads each step's loss with
+``.item()``, which waits for it; the plain loop synchronises once at its end), so the ratio also
+shows what ours pays for checking every loss as it goes.
 
     python experiments/bench/lm_loop.py [--steps 100] [--rounds 3] [--device cpu]
 """
@@ -27,7 +26,6 @@ import torch
 
 from lifelong.lm.bench import BenchSettings, build_lm
 from lifelong.lm.text import (
-    LOSS_READ_EVERY,
     CausalLM,
     TrainSettings,
     adamw,
@@ -73,7 +71,6 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--read-every", type=int, default=LOSS_READ_EVERY, help="ours' loss reads")
     args = parser.parse_args(argv)
     device = resolve_device(args.device)  # a bad or missing device fails before any work
 
@@ -90,9 +87,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         plain = copy.deepcopy(initial).train()
         seconds["plain"] += plain_loop(plain, corpus.train, train, seed, device)
         ours = copy.deepcopy(initial)
-        seconds["ours"] += train_lm(
-            ours, corpus.train, train, seed=seed, device=device, read_every=args.read_every
-        ).seconds
+        seconds["ours"] += train_lm(ours, corpus.train, train, seed=seed, device=device).seconds
     tokens = args.rounds * args.steps * train.batch_size * train.window
     rates = {name: tokens / s for name, s in seconds.items()}
     ratio = rates["ours"] / rates["plain"]
@@ -100,8 +95,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for name, rate in rates.items():
         print(f"| {name} | {rate:,.0f} |")
     print(f"\nours / plain: {ratio:.2f}x ({args.rounds} alternating rounds of {args.steps} steps "
-          f"on {device}, ours reading its losses every {args.read_every}; "
-          "target >= 0.9x)")  # fmt: skip
+          f"on {device}; target >= 0.9x)")  # fmt: skip
     return {**rates, "ratio": ratio}
 
 

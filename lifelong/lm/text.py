@@ -34,13 +34,6 @@ from lifelong.encoders.segments import SegmentEncoder, drain_auxiliary
 from lifelong.lm.flags import DEFAULT_CORPUS
 from lifelong.streams.core import DataFormatError, decode_text
 
-LOSS_READ_EVERY = 10
-"""Steps between reads of the training losses from the device (`train_lm`).
-
-Reading a loss (``.item()``) makes the host wait for the device, so reading every step keeps a
-GPU from running ahead of Python; a run's losses are read ten steps at a time instead, and a
-non-finite one still stops the run naming its step (at most nine steps later)."""
-
 TRAIN_FRACTION = 0.9
 """nanoGPT's split: the first 90% of the characters train (``prepare.py``)."""
 
@@ -283,7 +276,6 @@ def train_lm(
     device: torch.device | str = "cpu",
     on_step: Callable[[int, float], None] | None = None,
     logits: Callable[[nn.Module, torch.Tensor, np.ndarray], torch.Tensor] | None = None,
-    read_every: int = LOSS_READ_EVERY,
 ) -> TrainResult:
     """Train on random windows of ``data`` (see the module docstring for the recipe).
 
@@ -293,39 +285,20 @@ def train_lm(
         settings: The budget.
         seed: Seeds the windows.
         device: Where to train.
-        on_step: Called with (step, loss) for each step, as its loss is read (every
-            ``read_every`` steps, in step order).
+        on_step: Called with (step, loss) after each step.
         logits: Next-character logits (b, T, V) of a window batch and its starts; default
             ``model(x)``.
-        read_every: Steps between reads of the losses from the device (`LOSS_READ_EVERY`).
-
-    Raises:
-        FloatingPointError: A training loss is not finite (names its step).
 
     """
     from lifelong.encoders.pkm import sparse_parameters
 
-    if read_every < 1:
-        raise ValueError(f"read_every must be >= 1, got {read_every}")
     device = torch.device(device)
     model.to(device).train()
     generator = np.random.default_rng(seed)
     optimiser = adamw(model, settings.lr)
     sparse = sparse_parameters(model)
     sparse_optimiser = torch.optim.SparseAdam(sparse, lr=settings.sparse_lr) if sparse else None
-    losses: list[float] = []
-    pending: list[torch.Tensor] = []  # losses not yet read, still on the device
-
-    def read() -> None:
-        first = len(losses)
-        for offset, value in enumerate(torch.stack(pending).tolist()):  # one wait for all
-            if not math.isfinite(value):
-                raise FloatingPointError(f"training loss is {value} at step {first + offset}")
-            losses.append(value)
-            if on_step is not None:
-                on_step(first + offset, value)
-        pending.clear()
-
+    losses = []
     start = time.perf_counter()
     for step in range(settings.steps):
         lr = learning_rate(step, settings.lr, settings.lr / 10, settings.warmup, settings.steps)
@@ -345,9 +318,12 @@ def train_lm(
         optimiser.step()
         if sparse_optimiser is not None:
             sparse_optimiser.step()
-        pending.append(loss.detach())
-        if len(pending) == read_every or step == settings.steps - 1:
-            read()
+        value = loss.item()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"training loss is {value} at step {step}")
+        losses.append(value)
+        if on_step is not None:
+            on_step(step, value)
     seconds = time.perf_counter() - start
     tokens = settings.steps * settings.batch_size * settings.window
     return TrainResult(losses, tokens / seconds, seconds)
