@@ -268,8 +268,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict[str, float]]]
     print(
         f"segment {args.segment}, batch {args.batch_size}, d {args.d_model}, {args.layers} layers, "
         f"best of {args.repeats}, {torch.get_num_threads()} thread(s), on {args.device}; "
-        f"ratios are to "
-        f"L0 = {args.lengths[0]}"
+        f"ratios are to L0 = {args.lengths[0]}"
     )
     results = {}
     for name in args.modules:
