@@ -30,6 +30,7 @@ from lifelong.state import Counters
 
 if TYPE_CHECKING:
     from lifelong.strategy import StrategyContext
+    from lifelong.training import Trainer
 
 Criterion = Callable[[torch.Tensor, Batch], torch.Tensor]
 """A task's loss from logits and the batch they were computed on."""
@@ -224,6 +225,22 @@ class MetaReplay(NamedTuple):
         buffer = EpisodeBuffer(m, between, device=context.runtime.device)
         rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches only
         return cls(replay, buffer, Counters(meta_tests=0), rng, m, b)
+
+    @staticmethod
+    def outer_trainer(
+        context: StrategyContext, options: Any, net: nn.Module | None = None
+    ) -> Trainer:
+        """The outer loop's trainer: Adam at β over ``net``'s trainable weights.
+
+        β is ``options.outer_lr``, or the run's learning rate when it is 0. Holla et al.'s
+        ``cls_oml.py``, ``cls_anml.py`` and ``cls_maml.py`` build AdamW with weight decay 0,
+        i.e. Adam. ``net`` defaults to the context's model (ANML-ER passes its own, with the
+        neuromodulator); ``options.max_grad_norm`` clips the outer update.
+        """
+        net = context.model if net is None else net
+        trainable = [p for p in net.parameters() if p.requires_grad]
+        outer = torch.optim.Adam(trainable, lr=options.outer_lr or context.lr)
+        return context.build_trainer(options.max_grad_norm, model=net, optimizer=outer)
 
     def resumable(self) -> dict[str, Any]:
         """Its parts by their checkpoint keys (`lifelong.state.ResumableParts`)."""

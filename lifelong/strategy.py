@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from lifelong.runtime import CPU, Runtime
 from lifelong.state import ResumableParts
+from lifelong.training import Trainer
 
 if TYPE_CHECKING:
     import torch
@@ -54,6 +55,26 @@ class StrategyContext:
     seed: int = 0
     runtime: Runtime = CPU
     memory_index: str = "auto"
+
+    def build_trainer(
+        self,
+        max_grad_norm: float | None,
+        *,
+        model: Classifier | None = None,
+        optimizer: torch.optim.Optimizer | None = None,
+    ) -> Trainer:
+        """The strategy's trainer: the run's learning rate, device and precision.
+
+        Args:
+            max_grad_norm: The strategy's gradient clip (``None`` or 0: none).
+            model: What it trains (default: the context's model; OML-ER's and SEQ*'s own
+                wrappers pass theirs).
+            optimizer: An optimiser of the strategy's own (default: `make_optimizer`'s AdamW
+                over ``model`` at the context's learning rate).
+
+        """
+        model = self.model if model is None else model
+        return Trainer(model, self.lr, max_grad_norm, optimizer=optimizer, runtime=self.runtime)
 
 
 HOOKS = (

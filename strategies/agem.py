@@ -22,7 +22,7 @@ from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import Trainer, accumulate
+from lifelong.training import accumulate
 
 
 @option_group
@@ -90,9 +90,7 @@ class AGEM(StrategyHooks):
     def __init__(self, context: StrategyContext, options: AGEMOptions | None = None) -> None:
         self.options = options or AGEMOptions()
         self.model = context.model
-        self.trainer = Trainer(
-            context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
-        )
+        self.trainer = context.build_trainer(self.options.max_grad_norm)
         self.replay = SparseReplay(context, self.options, self.options.write_prob, keyed=False)
         self.counts = Counters(projections=0)  # updates whose gradient was actually projected
         self.resumable = ResumableParts(

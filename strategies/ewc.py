@@ -24,7 +24,6 @@ from lifelong.options import NonNegativeFloat, PositiveInt, Probability, option_
 from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import Trainer
 
 Params = dict[str, torch.Tensor]
 
@@ -51,6 +50,10 @@ class FisherState:
 
     Args:
         model: The model whose parameters F and θ* are kept for (restored next to them).
+
+    Attributes:
+        fisher: The running diagonal Fisher F, by parameter name (empty before a task ends).
+        anchor: θ*, the weights at the end of the previous task.
 
     """
 
@@ -86,9 +89,7 @@ class EWC(StrategyHooks):
     def __init__(self, context: StrategyContext, options: EWCOptions | None = None) -> None:
         self.options = options or EWCOptions()
         self.model, self.task = context.model, context.task
-        self.trainer = Trainer(
-            context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
-        )
+        self.trainer = context.build_trainer(self.options.max_grad_norm)
         self.state = FisherState(context.model)
         # a reservoir of this task's examples; only read back in full, so it stores no keys
         self.sample = EpisodicMemory(
@@ -96,22 +97,16 @@ class EWC(StrategyHooks):
         )
         self.resumable = ResumableParts(trainer=self.trainer, ewc=self.state, sample=self.sample)
 
-    @property
-    def fisher(self) -> Params:
-        """The running diagonal Fisher F."""
-        return self.state.fisher
-
-    @property
-    def anchor(self) -> Params:
-        """θ*: the weights at the end of the previous task."""
-        return self.state.anchor
-
     def _named(self) -> Params:
         return {n: p for n, p in self.model.named_parameters() if p.requires_grad}
 
     def penalty(self) -> torch.Tensor:
         """(λ/2) Σ F (θ − θ*)²; zero before the first task ends and at the anchor."""
-        return 0.5 * self.options.ewc_lambda * ewc_penalty(self._named(), self.anchor, self.fisher)
+        return (
+            0.5
+            * self.options.ewc_lambda
+            * ewc_penalty(self._named(), self.state.anchor, self.state.fisher)
+        )
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One update on the task loss plus the EWC penalty."""
@@ -144,9 +139,8 @@ class EWC(StrategyHooks):
         """Fold this task's Fisher into the running one and move the anchor here."""
         new = self.fisher_information()
         gamma = self.options.gamma
-        self.state.fisher = {
-            n: gamma * self.fisher[n] + f if n in self.fisher else f for n, f in new.items()
-        }
+        old = self.state.fisher
+        self.state.fisher = {n: gamma * old[n] + f if n in old else f for n, f in new.items()}
         self.state.anchor = {n: p.detach().clone() for n, p in self._named().items()}
         self.sample.clear()
 

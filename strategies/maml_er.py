@@ -43,7 +43,7 @@ from lifelong.replay_schedule import (
 from lifelong.runtime import eager_call
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import Trainer, evaluating
+from lifelong.training import evaluating
 
 
 @option_group
@@ -85,11 +85,7 @@ class MAMLER(StrategyHooks):
         self.batch_size = context.batch_size
         self.meta = MetaReplay.build(context, options)
         self.replay, self.buffer, self.counts, self.rng = self.meta[:4]
-        # cls_maml.py: AdamW with weight decay 0, i.e. Adam
-        outer = torch.optim.Adam(self.weights().values(), lr=options.outer_lr or context.lr)
-        self.trainer = Trainer(
-            self.model, context.lr, options.max_grad_norm, optimizer=outer, runtime=context.runtime
-        )
+        self.trainer = self.meta.outer_trainer(context, options)  # Adam over W (cls_maml.py)
         self.resumable = ResumableParts(trainer=self.trainer, **self.meta.resumable())
 
     # -- the inner loop ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import ClassVar
 import torch
 
 from lifelong.adaptation import AdaptationOptions, MemoryAdaptation
+from lifelong.memory import EpisodicWriter
 from lifelong.model import Batch
 from lifelong.options import option_group
 from lifelong.replay_schedule import ClipOptions, WriteOptions, episodic_writer
@@ -39,6 +40,8 @@ class MbPA(StrategyHooks):
         context: Model, task kind and optimiser settings.
         options: K, L, λ, adaptation step size, scope and path; writes; clipping; the
             optional per-task optimiser.
+        writer: The episodic writer to adapt from (default: one writing every example,
+            keyed unless retrieval is random); MbPA++ passes its sparse replay's.
 
     """
 
@@ -46,22 +49,29 @@ class MbPA(StrategyHooks):
     description: ClassVar[str] = "local adaptation on K nearest memories at test time, no replay"
     Options = MbPAOptions
 
-    def __init__(self, context: StrategyContext, options: MbPAOptions | None = None) -> None:
+    def __init__(
+        self,
+        context: StrategyContext,
+        options: MbPAOptions | None = None,
+        *,
+        writer: EpisodicWriter | None = None,
+    ) -> None:
         options = options or MbPAOptions()
-        keyed = options.retrieval == "nearest"  # random retrieval never searches
-        self.writer = episodic_writer(context, options.write_prob, keyed=keyed)
-        self.local = MemoryAdaptation(context, options, self.writer)
-        self.training, self.adapter = self.local.training, self.local.adapter
-        self.trainer, self.schedule = self.training.trainer, self.training.schedule
-        self.resumable = ResumableParts(**self.local.resumable_parts(), writer=self.writer)
+        if writer is None:
+            keyed = options.retrieval == "nearest"  # random retrieval never searches
+            writer = episodic_writer(context, options.write_prob, keyed=keyed)
+        self.writer = writer
+        self.local = MemoryAdaptation(context, options, writer)
+        self.trainer, self.adapter = self.local.training.trainer, self.local.adapter
+        self.resumable = ResumableParts(**self.local.resumable_parts(), writer=writer)
 
     def on_task_start(self, task: int) -> None:
         """With ``optimizer_per_task``: a fresh optimiser and schedule (EM-in-LLL)."""
-        self.training.start_task()
+        self.local.training.start_task()
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One update on the batch, then write it to memory."""
-        stats = {"loss": self.training.step(batch)}
+        stats = {"loss": self.local.training.step(batch)}
         self.writer.write(batch)
         self.local.weights_changed()
         return stats

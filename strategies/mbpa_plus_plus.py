@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 import torch
 
-from lifelong.adaptation import AdaptationOptions, MemoryAdaptation
+from lifelong.adaptation import AdaptationOptions
 from lifelong.model import Batch
 from lifelong.options import option_group
 from lifelong.replay_schedule import (
@@ -25,6 +25,7 @@ from lifelong.replay_schedule import (
     WriteOptions,
 )
 from lifelong.state import ResumableParts
+from lifelong.strategies.mbpa import MbPA
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions
 
@@ -74,28 +75,26 @@ class MbPAPlusPlus(StrategyHooks):
         options = options or self.Options()
         keyed = options.retrieval == "nearest"  # random retrieval (mbpa++-rand) never searches
         self.replay = SparseReplay(context, options, options.write_prob, keyed=keyed)
-        self.local = MemoryAdaptation(context, options, self.replay.writer)
-        self.training, self.adapter = self.local.training, self.local.adapter
-        self.trainer, self.schedule = self.training.trainer, self.training.schedule
-        self.resumable = ResumableParts(**self.local.resumable_parts(), replay=self.replay)
+        self.mbpa = MbPA(context, options, writer=self.replay.writer)  # MbPA, plus the replay
+        self.trainer, self.adapter = self.mbpa.trainer, self.mbpa.adapter
+        self.resumable = ResumableParts(**self.mbpa.local.resumable_parts(), replay=self.replay)
 
     def on_task_start(self, task: int) -> None:
         """With ``optimizer_per_task``: a fresh optimiser and schedule (EM-in-LLL)."""
-        self.training.start_task()
+        self.mbpa.on_task_start(task)
 
     def observe(self, batch: Batch) -> dict[str, float]:
-        """Update on the batch, write it to memory, replay when R_I examples have passed."""
-        losses = {"loss": self.training.step(batch)}
-        self.replay.write(batch)
+        """MbPA's update and write, then a replay when R_I examples have passed."""
+        losses = self.mbpa.observe(batch)
         for _ in range(self.replay.due(batch)):  # replay_mode and replay_grad_norm apply
-            self.training.advance()  # replay updates count in EM-in-LLL's schedule too
+            self.mbpa.local.training.advance()  # replay updates count in EM-in-LLL's schedule
             losses["replay_loss"] = self.replay.update(self.trainer)
-        self.local.weights_changed()
+            self.mbpa.local.weights_changed()
         return losses
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """The locally adapted row scores; the base weights stay untouched."""
-        return self.local.predict(batch)
+        return self.mbpa.predict(batch)
 
     def report(self) -> dict[str, float]:
         """Examples in memory, write rate and replays."""

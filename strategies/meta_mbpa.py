@@ -66,7 +66,7 @@ from lifelong.scopes import Head, Lora, Scope, parse_scope
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import Example
-from lifelong.training import Trainer, evaluating
+from lifelong.training import evaluating
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +117,7 @@ class MetaMbPA(StrategyHooks):
     def __init__(self, context: StrategyContext, options: MetaMbPAOptions | None = None) -> None:
         self.options = options = options or self.Options()
         self.model, self.task = context.model, context.task
-        self.trainer = Trainer(
-            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
-        )
+        self.trainer = context.build_trainer(options.max_grad_norm)
         policy = DiversityWrite(rate=options.write_rate, beta=options.beta, rule=options.write_rule)
         self.replay = SparseReplay(context, options, writer=episodic_writer(context, policy=policy))
         encoder = self.model.encoder

@@ -28,7 +28,6 @@ from lifelong.replay_schedule import ClipOptions
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import TaskStream
-from lifelong.training import Trainer
 
 
 @option_group
@@ -55,9 +54,7 @@ class MTL(StrategyHooks):
     def __init__(self, context: StrategyContext, options: MTLOptions | None = None) -> None:
         self.options = options or MTLOptions()
         self.task, self.seed = context.task, context.seed
-        self.trainer = Trainer(
-            context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
-        )
+        self.trainer = context.build_trainer(self.options.max_grad_norm)
         self.counts = Counters(taken=0)  # examples of the joint shuffle trained on so far
         self.pool: ExampleRecords | None = None
         self.order = np.zeros(0, dtype=np.int64)

@@ -21,7 +21,6 @@ from lifelong.options import PositiveInt, option_group
 from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import Trainer
 
 
 @option_group
@@ -51,9 +50,7 @@ class MTLCumulative(StrategyHooks):
     ) -> None:
         self.options = options or MTLCumulativeOptions()
         self.task, self.batch_size = context.task, context.batch_size
-        self.trainer = Trainer(
-            context.model, context.lr, self.options.max_grad_norm, runtime=context.runtime
-        )
+        self.trainer = context.build_trainer(self.options.max_grad_norm)
         self.rng = np.random.default_rng(context.seed)
         self.seen = EpisodicMemory(0, seed=context.seed)  # every example; never searched
         self.resumable = ResumableParts(trainer=self.trainer, seen=self.seen, rng=self.rng)

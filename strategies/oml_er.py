@@ -39,7 +39,7 @@ from lifelong.runtime import eager_call
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import Example
-from lifelong.training import Trainer, evaluating
+from lifelong.training import evaluating
 
 
 @option_group
@@ -89,11 +89,7 @@ class OMLER(StrategyHooks):
         self.meta = MetaReplay.build(context, options)
         self.replay, self.buffer, self.counts, self.rng = self.meta[:4]
         self.net = self._build_net(context)
-        trainable = [p for p in self.net.parameters() if p.requires_grad]
-        outer = torch.optim.Adam(trainable, lr=options.outer_lr or context.lr)
-        self.trainer = Trainer(
-            self.net, context.lr, options.max_grad_norm, optimizer=outer, runtime=context.runtime
-        )
+        self.trainer = self.meta.outer_trainer(context, options, self.net)  # Adam (cls_oml.py)
         self.resumable = ResumableParts(trainer=self.trainer, **self.meta.resumable())
 
     # -- what ANML-ER changes -----------------------------------------------------------------

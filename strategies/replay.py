@@ -33,7 +33,6 @@ from lifelong.replay_schedule import (
 )
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import Trainer
 
 
 @option_group
@@ -73,9 +72,7 @@ class Replay(StrategyHooks):
             clip = paper_replay_clip(context.task.name)
             options = dataclasses.replace(options, replay_grad_norm=clip)
         self.options = options
-        self.trainer = Trainer(
-            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
-        )
+        self.trainer = context.build_trainer(options.max_grad_norm)
         self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
         self.resumable = ResumableParts(trainer=self.trainer, replay=self.replay)
 

@@ -11,7 +11,6 @@ from lifelong.options import Range, option_group
 from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
-from lifelong.training import Trainer
 
 
 @option_group
@@ -36,9 +35,7 @@ class Seq(StrategyHooks):
 
     def __init__(self, context: StrategyContext, options: SeqOptions | None = None) -> None:
         options = options or SeqOptions()
-        self.trainer = Trainer(
-            context.model, context.lr, options.max_grad_norm, runtime=context.runtime
-        )
+        self.trainer = context.build_trainer(options.max_grad_norm)
         self.resumable = ResumableParts(trainer=self.trainer)
 
     def observe(self, batch: Batch) -> dict[str, float]:

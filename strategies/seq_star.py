@@ -38,7 +38,7 @@ from lifelong.replay_schedule import ClipOptions
 from lifelong.state import Counters
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import TaskStream
-from lifelong.training import Trainer, evaluating
+from lifelong.training import evaluating
 
 
 @option_group
@@ -97,10 +97,7 @@ class SeqStar(StrategyHooks):
                 },
             ]
         )
-        self.trainer = Trainer(
-            self.model, context.lr, options.max_grad_norm, optimizer=optimizer,
-            runtime=context.runtime,
-        )  # fmt: skip
+        self.trainer = context.build_trainer(options.max_grad_norm, optimizer=optimizer)
         self.counts = Counters(steps=0, warmup_steps=0, encoder_frozen=0)
         self.seen: list[set[int]] = []  # classes of each task so far (from its batches)
         self.frozen_rows: dict[str, torch.Tensor] = {}  # head parameter -> rows at task start
