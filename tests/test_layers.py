@@ -115,3 +115,62 @@ def test_the_readme_layout_matches_the_tree():
             if child.suffix == ".py" or (child.is_dir() and (child / "__init__.py").exists()):
                 entry = f"{package}/{child.name}" + ("/" if child.is_dir() else "")
                 assert entry in named or child.name == "__init__.py", f"the layout misses {entry}"
+
+
+def module_name(path: Path) -> str:
+    """The installed name of a source file (``strategies/`` and ``streams/`` install under
+    ``lifelong``, pyproject's package-dir)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] in ("strategies", "streams"):
+        parts.insert(0, "lifelong")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def load_time_imports(path: Path, known: set[str]) -> set[str]:
+    """The project modules a file imports when it loads: module-level statements, not those
+    under ``if TYPE_CHECKING:`` or inside functions; a package the file sits in is not counted
+    (Python loads it first anyway)."""
+    own = module_name(path)
+    found: set[str] = set()
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+            elif isinstance(node, (ast.If, ast.Try)):
+                for block in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, block, []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                subs = {f"{node.module}.{alias.name}" for alias in node.names}
+                found.update(subs & known or {node.module})
+
+    visit(ast.parse(path.read_text()).body)
+    return {m for m in found & known if m != own and not own.startswith(m + ".")}
+
+
+def test_no_import_circles():
+    """The issue-31 renovation removed the circles (`streams/registry.py` and the family
+    modules, the registry and the Avalanche adapters): none may come back."""
+    paths = [p for folder in ("lifelong", "strategies", "streams") for p in modules(folder)]
+    known = {module_name(p) for p in paths}
+    graph = {module_name(p): load_time_imports(p, known) for p in paths}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def circle_from(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target] if target in path else [node, target]
+            if target not in state and (found := circle_from(target, [*path, target])):
+                return found
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            circle = circle_from(start, [start])
+            assert circle is None, " -> ".join(circle)
