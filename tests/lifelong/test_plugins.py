@@ -81,7 +81,8 @@ def test_unknown_plugin_option_is_an_error(installed_plugin, tmp_path, capsys):
         ]
     )
     assert code == 2
-    assert "unknown option 'mixx'; valid options: capacity, mix" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown option 'mixx'; valid options: capacity, max_grad_norm, mix" in err
 
 
 def test_in_process_registration(task):
