@@ -101,46 +101,34 @@ def test_without_the_avalanche_environment_its_rows_are_skipped_with_a_line(tmp_
     assert "no Avalanche environment" in done.stderr
 
 
-def run_with_sweeps_exiting(tmp_path: Path, status: int) -> subprocess.CompletedProcess:
-    """The script with every `lifelong` call exiting ``status`` (each call logged)."""
-    log = tmp_path / "calls.txt"
-    sweep = tmp_path / "lifelong"
+def sweeps_exiting(tmp_path: Path, status: int) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run the script (no Avalanche environment) with every `lifelong` call exiting ``status``;
+    returns the script's result and the calls it made, one line each."""
+    where = tmp_path / f"exit{status}"
+    where.mkdir()
+    log, sweep = where / "calls.txt", where / "lifelong"
     sweep.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexit {status}\n')
     sweep.chmod(0o755)
     env = {"PATH": "/usr/bin:/bin", "LIFELONG": str(sweep), "PY": "true",
-           "AVALANCHE_LIFELONG": str(tmp_path / "missing")}  # fmt: skip
-    return subprocess.run(["bash", str(CAMPAIGN), str(tmp_path / "out")], env=env,
-                          capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+           "AVALANCHE_LIFELONG": str(where / "missing")}  # fmt: skip
+    done = subprocess.run(["bash", str(CAMPAIGN), str(tmp_path / "out")], env=env,
+                          capture_output=True, text=True, cwd=where)  # fmt: skip
+    return done, log.read_text().splitlines()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_a_second_copy_passes_over_busy_runs_and_goes_on(tmp_path):
     """Two copies side by side: a sweep whose runs the other copy holds exits 4 (busy), and the
-    script goes on to its next sweep instead of stopping."""
-    done = run_with_sweeps_exiting(tmp_path, 4)
+    script goes on to its next sweep instead of stopping: it makes every call a plain run does."""
+    done, calls = sweeps_exiting(tmp_path, 4)
     assert done.returncode == 0, done.stderr
-    calls = (tmp_path / "calls.txt").read_text().splitlines()
-    assert len(calls) == sum(c[0] == "lifelong" for c in calls_of_the_plain_script(tmp_path))
+    assert calls == sweeps_exiting(tmp_path, 0)[1]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_a_failed_sweep_still_stops_the_campaign(tmp_path):
-    done = run_with_sweeps_exiting(tmp_path, 1)
-    assert done.returncode == 1
-    assert len((tmp_path / "calls.txt").read_text().splitlines()) == 1
-
-
-def calls_of_the_plain_script(tmp_path: Path) -> list[list[str]]:
-    """The calls the script makes without the Avalanche environment, every one succeeding."""
-    log = tmp_path / "plain.txt"
-    recorder = tmp_path / "plain"
-    recorder.write_text(f'#!/bin/sh\necho "lifelong $*" >> {log}\n')
-    recorder.chmod(0o755)
-    env = {"PATH": "/usr/bin:/bin", "LIFELONG": str(recorder), "PY": "true",
-           "AVALANCHE_LIFELONG": str(tmp_path / "missing")}  # fmt: skip
-    subprocess.run(["bash", str(CAMPAIGN), str(tmp_path / "plain_out")], env=env, check=True,
-                   capture_output=True, cwd=tmp_path)  # fmt: skip
-    return [shlex.split(line) for line in log.read_text().splitlines()]
+    done, calls = sweeps_exiting(tmp_path, 1)
+    assert done.returncode == 1 and len(calls) == 1
 
 
 COLLECT = ROOT / "experiments" / "collect_real_budget.sh"
