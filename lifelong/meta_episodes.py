@@ -196,8 +196,9 @@ def meta_test_slots(
 class MetaReplay(NamedTuple):
     """What OML-ER, ANML-ER and MAML-ER share: sparse replay cut into episodes, and meta-tests.
 
-    A strategy unpacks it into its own names (``self.replay, self.buffer, self.counts,
-    self.rng = self.meta``) and asks it for the meta-test's memory batches and the report.
+    A strategy unpacks the parts it uses into its own names (``self.replay, self.buffer,
+    self.counts = self.meta[:3]``) and asks it for the outer trainer, the meta-test's memory
+    batches and the report.
 
     Attributes:
         replay: Sparse replay over every written example (unkeyed: drawn uniformly).

@@ -82,9 +82,8 @@ class MAMLER(StrategyHooks):
     def __init__(self, context: StrategyContext, options: MAMLEROptions | None = None) -> None:
         self.options = options = options or self.Options()
         self.model = context.model
-        self.batch_size = context.batch_size
         self.meta = MetaReplay.build(context, options)
-        self.replay, self.buffer, self.counts, self.rng = self.meta[:4]
+        self.replay, self.buffer, self.counts = self.meta[:3]
         self.trainer = self.meta.outer_trainer(context, options)  # Adam over W (cls_maml.py)
         self.resumable = ResumableParts(trainer=self.trainer, **self.meta.resumable())
 

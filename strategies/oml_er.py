@@ -83,11 +83,10 @@ class OMLER(StrategyHooks):
     def __init__(self, context: StrategyContext, options: OMLEROptions | None = None) -> None:
         self.options = options = options or self.Options()
         self.model = context.model
-        self.batch_size = context.batch_size
         self.kind_name = context.task.name
         self._evaluation_params: Params | None = None  # this evaluation's meta-test, if one
         self.meta = MetaReplay.build(context, options)
-        self.replay, self.buffer, self.counts, self.rng = self.meta[:4]
+        self.replay, self.buffer, self.counts = self.meta[:3]
         self.net = self._build_net(context)
         self.trainer = self.meta.outer_trainer(context, options, self.net)  # Adam (cls_oml.py)
         self.resumable = ResumableParts(trainer=self.trainer, **self.meta.resumable())

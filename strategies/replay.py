@@ -71,7 +71,6 @@ class Replay(StrategyHooks):
         if options.replay_grad_norm is None:
             clip = paper_replay_clip(context.task.name)
             options = dataclasses.replace(options, replay_grad_norm=clip)
-        self.options = options
         self.trainer = context.build_trainer(options.max_grad_norm)
         self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
         self.resumable = ResumableParts(trainer=self.trainer, replay=self.replay)
