@@ -62,6 +62,10 @@ class FisherState:
         self.fisher: Params = {}
         self.anchor: Params = {}
 
+    def penalty(self, params: Params) -> torch.Tensor:
+        """Σ_i F_i (θ_i − θ*_i)² at ``params`` (`ewc_penalty`; zero before a task ends)."""
+        return ewc_penalty(params, self.anchor, self.fisher)
+
     def state_dict(self) -> dict[str, Params]:
         """F and θ*."""
         return {"fisher": self.fisher, "anchor": self.anchor}
@@ -102,11 +106,7 @@ class EWC(StrategyHooks):
 
     def penalty(self) -> torch.Tensor:
         """(λ/2) Σ F (θ − θ*)²; zero before the first task ends and at the anchor."""
-        return (
-            0.5
-            * self.options.ewc_lambda
-            * ewc_penalty(self._named(), self.state.anchor, self.state.fisher)
-        )
+        return 0.5 * self.options.ewc_lambda * self.state.penalty(self._named())
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """One update on the task loss plus the EWC penalty."""
