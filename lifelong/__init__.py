@@ -66,6 +66,7 @@ _API: dict[str, str] = {
     "RunConfig": "lifelong.experiment.config",
     "load_yaml": "lifelong.experiment.config",
     "run": "lifelong.experiment.runs",
+    "build_run": "lifelong.experiment.runs",
     "resume": "lifelong.experiment.runs",
     "load_checkpoint": "lifelong.experiment.checkpoint",
     "save_checkpoint": "lifelong.experiment.checkpoint",

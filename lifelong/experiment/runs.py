@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import yaml
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from lifelong.encoders.names import EncoderOptions
     from lifelong.learner import StreamResult
     from lifelong.model import Classifier
+    from lifelong.runtime import Runtime
     from lifelong.strategy import Strategy
     from lifelong.streams.core import TaskStream
     from lifelong.tasks import TaskKind
@@ -68,7 +69,16 @@ NOT_ON_CONSOLE = {"console": False}
 """``extra`` of log records meant for the run's ``log.txt`` only (the CLI's console handler
 drops them: the command prints its own one-line error)."""
 
-__all__ = ["RunOutcome", "build_model", "format_report", "is_finished", "resume", "run"]
+__all__ = [
+    "BuiltRun",
+    "RunOutcome",
+    "build_model",
+    "build_run",
+    "format_report",
+    "is_finished",
+    "resume",
+    "run",
+]
 
 
 @dataclass
@@ -309,20 +319,63 @@ def _execute(job: _Job) -> RunOutcome:
         handler.close()
 
 
-def _train(job: _Job) -> RunOutcome:
+class BuiltRun(NamedTuple):
+    """What a run of a config trains, built as `run` builds it, before any training.
+
+    Attributes:
+        stream: The task stream.
+        task: The task kind on the run's device, serving token ids from the token cache.
+        strategy: The strategy, holding the model.
+        runtime: The run's device and precision (``eval_batch_size``, ``prefetch``).
+
+    """
+
+    stream: TaskStream
+    task: TaskKind
+    strategy: Strategy
+    runtime: Runtime
+
+
+def build_run(
+    config: RunConfig, *, stream: TaskStream | None = None, options: Any = None
+) -> BuiltRun:
+    """Build the stream, task kind, model and strategy of ``config``, seeded as `run` seeds them.
+
+    `run` trains what this builds (`lifelong.learner.run_stream`) and writes the run directory;
+    a probe or a notebook that inspects the trained strategy afterwards (its memory, its local
+    adaptation) builds it here and calls ``run_stream`` itself::
+
+        built = build_run(config)
+        result = run_stream(built.stream, built.strategy, built.task,
+                            batch_size=config.batch_size, seed=config.seed,
+                            runtime=built.runtime)
+
+    Args:
+        config: The run configuration.
+        stream: A prebuilt stream (otherwise built from ``config``).
+        options: The strategy's parsed options (default: `preflight` checks ``config`` first).
+
+    Returns:
+        The stream, the task kind, the strategy and the runtime.
+
+    Raises:
+        ConfigError: As `preflight`, when ``options`` is not given.
+
+    """
     from lifelong import registry
-    from lifelong.learner import run_stream
     from lifelong.runtime import compile_module
     from lifelong.strategy import StrategyContext
     from lifelong.tasks.prepared import on_device
     from lifelong.training import seed_everything
 
-    config, checkpoint = job.config, job.checkpoint
-    spec, settings, encoder, choice, training, tracked = config.sections()  # only here: all
+    if options is None:
+        options = preflight(config)
+    spec, settings, encoder, choice, training, _ = config.sections()  # only here: all
     seed = training.seed
     seed_everything(seed)
     embed = lambda names: name_embedder(encoder, seed)(names)  # noqa: E731 (loads it if called)
-    stream = job.stream or build_stream(spec, seed=seed, embed=embed)
+    if stream is None:
+        stream = build_stream(spec, seed=seed, embed=embed)
     log.info("stream: %s", stream.description or ", ".join(stream.task_names))
     runtime = runtime_of(training)
     log.info("runtime: %s", runtime.describe())
@@ -341,8 +394,19 @@ def _train(job: _Job) -> RunOutcome:
         runtime=runtime,
         memory_index=training.memory_index,
     )
-    strategy: Strategy = registry.build(choice.name, context, job.options)
-    log.info("strategy %s with %s", choice.name, job.options)
+    strategy: Strategy = registry.build(choice.name, context, options)
+    log.info("strategy %s with %s", choice.name, options)
+    return BuiltRun(stream, task, strategy, runtime)
+
+
+def _train(job: _Job) -> RunOutcome:
+    from lifelong.learner import run_stream
+
+    config, checkpoint = job.config, job.checkpoint
+    sections = config.sections()
+    training, tracked = sections.training, sections.tracking
+    seed = training.seed
+    stream, task, strategy, runtime = build_run(config, stream=job.stream, options=job.options)
     start = None
     if checkpoint is not None:
         strategy.load_state_dict(checkpoint.strategy)

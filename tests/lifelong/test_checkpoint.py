@@ -19,7 +19,8 @@ from lifelong.experiment.checkpoint import (
 from lifelong.experiment.cli import main
 from lifelong.experiment.config import DEMO_CONFIG, load_yaml
 from lifelong.experiment.index import RunIndex
-from lifelong.experiment.runs import is_finished, resume, run
+from lifelong.experiment.runs import build_run, is_finished, resume, run
+from lifelong.learner import run_stream
 
 
 class Crash(BaseException):
@@ -95,6 +96,27 @@ def test_resume_after_a_crash_mid_task_equals_the_uninterrupted_run(
     assert not (crashed / CHECKPOINT_NAME).exists()  # removed once finished
     rows = RunIndex(tmp_path / "index.sqlite").rows()
     assert [r["status"] for r in rows] == ["finished", "finished"]
+
+
+@pytest.mark.parametrize("strategy", ["seq", "mbpa++"])
+def test_build_run_then_run_stream_trains_what_run_trains(tmp_path, strategy):
+    config = small_config(tmp_path, strategy)
+    outcome = run(config, run_dir=tmp_path / "run")
+    built = build_run(config)
+    assert built.strategy.name == strategy and len(built.stream) == 2
+    result = run_stream(
+        built.stream,
+        built.strategy,
+        built.task,
+        batch_size=config.batch_size,
+        eval_batch_size=built.runtime.eval_batch_size(config.eval_batch_size),
+        seed=config.seed,
+        progress=False,
+        runtime=built.runtime,
+    )
+    np.testing.assert_allclose(result.accuracy, outcome.result.accuracy)
+    if strategy == "mbpa++":  # the trained strategy is there to read: every example written
+        assert len(built.strategy.adapter.writer.memory) == 2 * 48
 
 
 def test_a_finished_run_is_not_run_again_and_its_index_row_is_repaired(tmp_path):
