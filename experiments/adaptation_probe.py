@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scopes", default="", help="other scopes, comma-separated (top1)")
     parser.add_argument("--out", type=Path, help="also write the table here")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     scopes = [s for s in args.scopes.split(",") if s]
     text = table(probe(args.config, args.data_dir, args.order, args.seed, args.strategy, scopes))
     print(text)
