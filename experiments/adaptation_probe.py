@@ -1,4 +1,4 @@
-"""What MbPA++'s local adaptation does at test time: a trained MbPA++ read four ways.
+"""What MbPA++'s local adaptation does at test time: a trained MbPA++ read five ways.
 
     python experiments/adaptation_probe.py experiments/fewrel/real_budget.yaml \\
         --data-dir data/fewrel_cfrl --order 0 [--seed 0] [--scopes top1] [--out probe.md]
@@ -11,9 +11,14 @@ the sweep run's), then predicts every task's test set after the last task:
 
 * ``no adaptation``: the trained weights as they are, without the test-time step;
 * ``as run``: local adaptation on the K nearest memories at the config's scope (the run's row);
-* ``oracle neighbours``: the same adaptation, but on K memories of the test example's own label
-  (its relation or class), drawn at random, so retrieval is perfect. This reads the gold label,
-  which no strategy can: it is a diagnostic of what the adapted scope can do, not a method;
+* ``oracle: own label``: the same adaptation, but on K memories of the test example's own label
+  (its relation or class), drawn at random. This hands the adaptation the answer (on a
+  classification head it is close to 100% by construction): an upper bound, not a method;
+* ``oracle: own task``: K random memories written while the test example's task was trained
+  (its dataset or cluster), whatever their labels. This reads only task identity, which is what
+  the adaptation can exploit when the head holds one row per class (the earlier tasks' class
+  rows, pushed down by the later tasks, are pulled back up), and what it cannot when the head
+  scores (sentence, relation) pairs with one relation-agnostic logit (FewRel);
 * ``--scopes``: other scopes on the nearest neighbours (e.g. ``top1``).
 
 Per task it also says how the nearest neighbours relate to the test example: the fraction with
@@ -67,15 +72,16 @@ def slot_tasks(sizes: Sequence[int], memory_size: int, written: int, offered: in
 
 
 def oracle_slots(labels: np.ndarray, memory_labels: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """K random memory slots of each test example's own label, (n, k).
+    """K random memory slots whose value in ``memory_labels`` is each test example's, (n, k).
 
-    ``k`` is cut to the fewest memories any of these labels has, so every row has the same K.
+    ``memory_labels`` is any per-slot value: the stored label, or the task a slot was written in.
+    ``k`` is cut to the fewest memories any of these values has, so every row has the same K.
     """
     rng = np.random.default_rng(seed)
     pools = [np.flatnonzero(memory_labels == y) for y in labels]
     k = min(k, *(len(p) for p in pools))
     if k == 0:
-        raise ValueError("a test label has no memory: no oracle neighbours")
+        raise ValueError("a test example's label has no memory: no oracle neighbours")
     return np.stack([rng.choice(p, k, replace=False) for p in pools])
 
 
@@ -145,16 +151,23 @@ def probe(
         with evaluating(model), torch.no_grad():
             return model(*batch.inputs())
 
-    def oracle(batch: Batch) -> torch.Tensor:
-        labels = np.array([int(y[0]) for y in batch.examples["label"]])
-        slots = oracle_slots(labels, memory_labels, adapter.options.k, config.seed)
-        with evaluating(model):
-            return adapter.path(device)(batch, slots)
+    def oracle(values: np.ndarray, wanted: Callable[[Batch], np.ndarray]) -> Predict:
+        def predict(batch: Batch) -> torch.Tensor:
+            slots = oracle_slots(wanted(batch), values, adapter.options.k, config.seed)
+            with evaluating(model):
+                return adapter.path(device)(batch, slots)
 
+        return predict
+
+    def own_label(batch: Batch) -> np.ndarray:
+        return np.array([int(y[0]) for y in batch.examples["label"]])
+
+    task_now = [0]  # the task whose test set is being read (set in the loop below)
     predictors: dict[str, Predict] = {
         "no adaptation": plain,
         f"as run ({adapter.options.adapt_scope})": adapter.logits,
-        "oracle neighbours": oracle,
+        "oracle: own label": oracle(memory_labels, own_label),
+        "oracle: own task": oracle(tasks_of, lambda b: np.full(b.num_examples, task_now[0])),
     }
     for scope in scopes:
         options = dataclasses.replace(adapter.options, adapt_scope=scope)
@@ -163,6 +176,7 @@ def probe(
 
     rows = []
     for t, part in enumerate(stream):
+        task_now[0] = t
         correct = dict.fromkeys(predictors, 0.0)
         same_label = same_task = 0.0
         for chunk in batches(part.test, 64):

@@ -45,7 +45,13 @@ def test_the_as_run_column_is_the_learner_s_last_row(adaptation_probe, tmp_path,
     config.write_text(SWEEP.replace("OUT", str(tmp_path / "runs")))
     result = adaptation_probe.probe(config, None, "0", 0, strategy, ["top1"])
     names = result.predictors
-    assert names == ["no adaptation", "as run (head)", "oracle neighbours", "top1, nearest"]
+    assert names == [
+        "no adaptation",
+        "as run (head)",
+        "oracle: own label",
+        "oracle: own task",
+        "top1, nearest",
+    ]
     assert [r.accuracy["as run (head)"] for r in result.rows] == pytest.approx(result.last_row)
     assert sum(r.test for r in result.rows) == 40  # 20 relations x 2 test sentences
     for row in result.rows:
