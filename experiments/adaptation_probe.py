@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lifelong.adaptation import LocalAdapter
+from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.experiment.runs import build_run
 from lifelong.experiment.sweep import load_sweep
 from lifelong.files import atomic_write_text
@@ -51,7 +51,7 @@ from lifelong.training import evaluating
 
 STRATEGIES = ("mbpa++", "mbpa", "mbpa++-rand")
 
-Predict = Callable[[Batch], torch.Tensor]
+Reader = Callable[[Batch, int], torch.Tensor]  # a test batch and its task -> row scores
 
 
 def slot_tasks(sizes: Sequence[int], memory_size: int, written: int, offered: int) -> np.ndarray:
@@ -147,36 +147,36 @@ def probe(
     )
     memory_labels = memory.get_array("label", np.arange(len(memory)))[:, 0]  # (m,)
 
-    def plain(batch: Batch) -> torch.Tensor:
-        with evaluating(model), torch.no_grad():
-            return model(*batch.inputs())
-
-    def oracle(values: np.ndarray, wanted: Callable[[Batch], np.ndarray]) -> Predict:
-        def predict(batch: Batch) -> torch.Tensor:
-            slots = oracle_slots(wanted(batch), values, adapter.options.k, config.seed)
+    def oracle(values: np.ndarray, wanted: Callable[[Batch, int], np.ndarray]) -> Reader:
+        def predict(batch: Batch, task: int) -> torch.Tensor:
+            slots = oracle_slots(wanted(batch, task), values, adapter.options.k, config.seed)
             with evaluating(model):
                 return adapter.path(device)(batch, slots)
 
         return predict
 
-    def own_label(batch: Batch) -> np.ndarray:
+    def own_label(batch: Batch, task: int) -> np.ndarray:
         return np.array([int(y[0]) for y in batch.examples["label"]])
 
-    task_now = [0]  # the task whose test set is being read (set in the loop below)
-    predictors: dict[str, Predict] = {
-        "no adaptation": plain,
-        f"as run ({adapter.options.adapt_scope})": adapter.logits,
+    def own_task(batch: Batch, task: int) -> np.ndarray:
+        return np.full(batch.num_examples, task)
+
+    def nearest(options: AdaptationOptions) -> Reader:
+        other = LocalAdapter(model, writer, options, seed=config.seed)  # steps 0: plain scores
+        return lambda batch, task: other.logits(batch)
+
+    predictors: dict[str, Reader] = {
+        "no adaptation": nearest(dataclasses.replace(adapter.options, steps=0)),
+        f"as run ({adapter.options.adapt_scope})": lambda batch, task: adapter.logits(batch),
         "oracle: own label": oracle(memory_labels, own_label),
-        "oracle: own task": oracle(tasks_of, lambda b: np.full(b.num_examples, task_now[0])),
+        "oracle: own task": oracle(tasks_of, own_task),
     }
     for scope in scopes:
         options = dataclasses.replace(adapter.options, adapt_scope=scope)
-        other = LocalAdapter(model, writer, options, seed=config.seed)
-        predictors[f"{scope}, nearest"] = other.logits
+        predictors[f"{scope}, nearest"] = nearest(options)
 
     rows = []
     for t, part in enumerate(stream):
-        task_now[0] = t
         correct = dict.fromkeys(predictors, 0.0)
         same_label = same_task = 0.0
         for chunk in batches(part.test, 64):
@@ -186,7 +186,7 @@ def probe(
             same_label += float((memory_labels[slots] == gold[:, None]).mean(1).sum())
             same_task += float((tasks_of[slots] == t).mean(1).sum())
             for name, predict in predictors.items():
-                correct[name] += kind.score(predict(batch), batch, chunk)["accuracy"]
+                correct[name] += kind.score(predict(batch, t), batch, chunk)["accuracy"]
         n = len(part.test)
         accuracy = {name: 100 * value / n for name, value in correct.items()}
         rows.append(TaskRow(part.name, n, accuracy, 100 * same_label / n, 100 * same_task / n))
