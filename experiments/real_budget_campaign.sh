@@ -9,8 +9,9 @@
 # (SEQ/REPLAY on text about 8 minutes a run, MbPA++ 25-35, Meta-MbPA 1-2 hours; FewRel about
 # 13 minutes a run); a GPU makes it a few hours (--device is the config's `training.device`).
 # The Avalanche rows need the Avalanche environment (`make setup-avalanche` builds
-# .venv-avalanche): they run last, with that environment's `lifelong` (AVALANCHE_LIFELONG;
-# skipped, with a line saying so, when it is not there).
+# .venv-avalanche) and run with that environment's `lifelong` (AVALANCHE_LIFELONG; skipped,
+# with a line saying so, when it is not there): Naive against SEQ over five seeds right after
+# FewRel, the Naive/Replay/EWC table rows last.
 # Two copies may run side by side: every run is held by the process running it, and a sweep
 # passes over the runs another process holds (`lifelong sweep` exits 4, "busy"; the script goes
 # on). On a 2-core machine two copies at one thread each (OMP_NUM_THREADS=1) train MiniLM 1.17x
@@ -41,6 +42,14 @@ text --strategies seq,replay,mbpa++,seq-star --orders i,ii,iii,iv --seeds 0
 # FewRel (pooled accuracy), five cluster orders, one seed.
 fewrel --strategies seq,replay --orders 0,1,2,3,4 --seeds 0
 fewrel --strategies agem,mtl,mbpa++,oml-er,anml-er --orders 0,1,2,3,4 --seeds 0
+# Avalanche's Naive against our SEQ on the same batches, five seeds of order i (the interop's
+# acceptance check), then Avalanche's Naive, Replay and EWC rows beside ours (the table's end).
+if [ -x "$AVALANCHE_LIFELONG" ]; then
+    ava() { LIFELONG=$AVALANCHE_LIFELONG text "$@"; }
+else
+    ava() { echo "no Avalanche environment at $AVALANCHE_LIFELONG: its rows are not run" >&2; }
+fi
+ava --strategies seq,avalanche:naive --orders i --seeds 0,1,2,3,4
 # The protocol's two checks: replay rate (REPLAY and MbPA++) and MbPA++'s wider scope.
 $PY experiments/text_classification/replay_rate.py --data-dir "$TEXT_DATA" --output-dir "$OUT"
 $PY experiments/text_classification/wider_scope.py --data-dir "$TEXT_DATA" --scope top1 \
@@ -49,11 +58,4 @@ text --strategies oml-er,agem,meta-mbpa,mtl --orders i,ii,iii,iv --seeds 0
 text --strategies anml-er,ewc,mbpa,mbpa++-rand,maml-er --orders i,ii,iii,iv --seeds 0
 # Seed 1 for the strategies the acceptance table carries at two seeds per order.
 text --strategies seq,seq-star,replay,mbpa++,meta-mbpa,oml-er,mtl --orders i,ii,iii,iv --seeds 1
-# Avalanche's Naive, Replay and EWC beside ours; Naive against SEQ over five seeds of order i.
-if [ -x "$AVALANCHE_LIFELONG" ]; then
-    ava() { LIFELONG=$AVALANCHE_LIFELONG text "$@"; }
-    ava --strategies avalanche:naive,avalanche:replay,avalanche:ewc --orders i,ii,iii,iv --seeds 0
-    ava --strategies seq,avalanche:naive --orders i --seeds 0,1,2,3,4
-else
-    echo "no Avalanche environment at $AVALANCHE_LIFELONG: its rows are not run" >&2
-fi
+ava --strategies avalanche:naive,avalanche:replay,avalanche:ewc --orders i,ii,iii,iv --seeds 0
