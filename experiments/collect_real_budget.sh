@@ -6,16 +6,20 @@
 # OUT is experiments/real_budget_campaign.sh's output folder. A run is finished when its
 # metrics.json is written and its checkpoint.pt is gone (a run removes it when it ends); only its
 # config, accuracy matrix and metrics are copied (what `lifelong report` reads), into
-# DEST/text/<run> and DEST/fewrel/<run>. Then:
+# DEST/text/<run>, DEST/fewrel/<run> and, for Avalanche's Naive against SEQ over five seeds
+# (the campaign runs that pair in its own folder, OUT/avalanche_pair, so that its extra seeds of
+# order i stay out of the text table), DEST/avalanche_pair/<run>. Then:
 #   lifelong report DEST/text --claims text
 #   lifelong report DEST/fewrel --claims fewrel
+#   lifelong report DEST/avalanche_pair --compare avalanche:naive,seq
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs}
 DEST=${2:-results/real_budget}
 copied=0
-for kind in text fewrel; do
-    src="$OUT/${kind}_real_budget"
+for pair in text_real_budget:text fewrel_real_budget:fewrel \
+    avalanche_pair/text_real_budget:avalanche_pair; do
+    src="$OUT/${pair%%:*}" kind="${pair#*:}"
     [ -d "$src" ] || continue
     for run in "$src"/*/; do
         [ -f "$run/metrics.json" ] && [ ! -e "$run/checkpoint.pt" ] || continue

@@ -44,12 +44,14 @@ fewrel --strategies seq,replay --orders 0,1,2,3,4 --seeds 0
 fewrel --strategies agem,mtl,mbpa++,oml-er,anml-er --orders 0,1,2,3,4 --seeds 0
 # Avalanche's Naive against our SEQ on the same batches, five seeds of order i (the interop's
 # acceptance check), then Avalanche's Naive, Replay and EWC rows beside ours (the table's end).
+# The pair runs in its own folder, OUT/avalanche_pair, both sides in the Avalanche environment:
+# its seeds 2-4 of order i would tilt the text table's SEQ row towards order i.
 if [ -x "$AVALANCHE_LIFELONG" ]; then
     ava() { LIFELONG=$AVALANCHE_LIFELONG text "$@"; }
 else
     ava() { echo "no Avalanche environment at $AVALANCHE_LIFELONG: its rows are not run" >&2; }
 fi
-ava --strategies seq,avalanche:naive --orders i --seeds 0,1,2,3,4
+OUT="$OUT/avalanche_pair" ava --strategies seq,avalanche:naive --orders i --seeds 0,1,2,3,4
 # The protocol's two checks: replay rate (REPLAY and MbPA++) and MbPA++'s wider scope.
 $PY experiments/text_classification/replay_rate.py --data-dir "$TEXT_DATA" --output-dir "$OUT"
 $PY experiments/text_classification/wider_scope.py --data-dir "$TEXT_DATA" --scope top1 \

@@ -89,6 +89,18 @@ def test_avalanche_rows_run_in_their_own_environment(calls):
     assert {("avalanche:naive", "i", s) for s in range(5)} <= ava
 
 
+def test_the_avalanche_pair_runs_apart_from_the_text_table(calls, tmp_path):
+    """Naive against SEQ over five seeds of order i goes to its own folder, so its extra seeds
+    (2-4) stay out of the text table's SEQ row; the table's Avalanche rows go with the table."""
+    parser = build_parser()
+    folders = {}
+    for call in (c for c in calls if c[0] == "avalanche-lifelong"):
+        args = parser.parse_args(call[1:])
+        folders[args.strategies] = args.output_dir
+    assert folders["seq,avalanche:naive"] == str(tmp_path / "out" / "avalanche_pair")
+    assert folders["avalanche:naive,avalanche:replay,avalanche:ewc"] == str(tmp_path / "out")
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_without_the_avalanche_environment_its_rows_are_skipped_with_a_line(tmp_path):
     recorder = tmp_path / "record"
@@ -140,15 +152,18 @@ def test_collect_copies_finished_runs_only(tmp_path):
         "text_real_budget/seq_i_s0": ["config.yaml", "accuracy.csv", "metrics.json", "log.txt"],
         "text_real_budget/replay_i_s0": ["config.yaml", "log.txt", "checkpoint.pt"],  # running
         "fewrel_real_budget/seq_0_s0": ["config.yaml", "accuracy.csv", "metrics.json"],
+        "avalanche_pair/text_real_budget/seq_i_s2": ["config.yaml", "accuracy.csv", "metrics.json"],
     }.items():
         (out / name).mkdir(parents=True)
         for file in files:
             (out / name / file).write_text(f"{name}/{file}")
     result = subprocess.run(["bash", str(COLLECT), str(out), str(dest)], check=True,
                             capture_output=True, text=True)  # fmt: skip
-    assert "2 finished runs" in result.stdout
+    assert "3 finished runs" in result.stdout
     copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     assert copied == [
+        "avalanche_pair/seq_i_s2/accuracy.csv", "avalanche_pair/seq_i_s2/config.yaml",
+        "avalanche_pair/seq_i_s2/metrics.json",
         "fewrel/seq_0_s0/accuracy.csv", "fewrel/seq_0_s0/config.yaml",
         "fewrel/seq_0_s0/metrics.json", "text/seq_i_s0/accuracy.csv",
         "text/seq_i_s0/config.yaml", "text/seq_i_s0/metrics.json",
