@@ -161,19 +161,20 @@ def probe(
     def own_task(batch: Batch, task: int) -> np.ndarray:
         return np.full(batch.num_examples, task)
 
-    def nearest(options: AdaptationOptions) -> Reader:
-        other = LocalAdapter(model, writer, options, seed=config.seed)  # steps 0: plain scores
+    def adapted(options: AdaptationOptions) -> Reader:
+        """Scores after local adaptation with ``options`` (at ``steps=0``: the plain scores)."""
+        other = LocalAdapter(model, writer, options, seed=config.seed)
         return lambda batch, task: other.logits(batch)
 
     predictors: dict[str, Reader] = {
-        "no adaptation": nearest(dataclasses.replace(adapter.options, steps=0)),
+        "no adaptation": adapted(dataclasses.replace(adapter.options, steps=0)),
         f"as run ({adapter.options.adapt_scope})": lambda batch, task: adapter.logits(batch),
         "oracle: own label": oracle(memory_labels, own_label),
         "oracle: own task": oracle(tasks_of, own_task),
     }
     for scope in scopes:
         options = dataclasses.replace(adapter.options, adapt_scope=scope)
-        predictors[f"{scope}, nearest"] = nearest(options)
+        predictors[f"{scope}, nearest"] = adapted(options)
 
     rows = []
     for t, part in enumerate(stream):
