@@ -12,13 +12,19 @@ event replays: 0.025, 0.05, 0.1 and 0.2 replay 4, 8, 16 and 32 stored examples p
 ``<output-dir>/text_real_budget/``, whose runs it reuses), so the script resumes like
 ``lifelong sweep`` and ``lifelong report`` reads its runs. It prints one row per (strategy,
 rate): the mean and 95% CI of average accuracy and forgetting over the orders and seeds run,
-so one can see whether the budget's rate (0.1) favours one strategy.
+so one can see whether the budget's rate (0.1) favours one strategy. Each row counts only the
+runs of the grid asked for (``--strategies``, ``--orders``, ``--seeds``): the budget's folder
+also holds the other strategies, orders and seeds of the main table.
+
+``--collected DIR`` tabulates the runs `experiments/collect_real_budget.sh` copied (the
+budget's rate from ``DIR/text``, the others from ``DIR/replay_rate_<ratio>``) and runs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from lifelong.experiment.reports.stats import summary_rows, summary_table
@@ -46,14 +52,23 @@ def at_ratio(sweep: Sweep, ratio: float, strategies: list[str]) -> Sweep:
     return dataclasses.replace(sweep, name=f"replay_rate_{ratio:g}", base=base)
 
 
-def table(roots: dict[float, Path]) -> str:
-    """Markdown rows: strategy, rate, then mean [95% CI] of each metric and the runs behind it."""
+def table(roots: dict[float, Path], grid: Collection[str] | None = None) -> str:
+    """Markdown rows: strategy, rate, then mean [95% CI] of each metric and the runs behind it.
+
+    Args:
+        roots: Each rate's sweep folder.
+        grid: The run folder names of the grid (e.g. ``replay_i_s0``); runs of other
+            strategies, orders or seeds in a folder are left out (all of them if ``None``).
+
+    """
     lines = [
         "| strategy | replay_ratio | replayed per event | average accuracy | forgetting | runs |",
         "|---|---|---|---|---|---|",
     ]
     for ratio, root in roots.items():
-        records = find_runs(root)
+        if not root.is_dir():  # a rate not run (yet)
+            continue
+        records = [r for r in find_runs(root) if grid is None or r.run_dir.name in grid]
         if not records:
             continue
         for _, strategy, runs, cells in sorted(summary_rows(summary_table(records, METRICS))):
@@ -62,13 +77,18 @@ def table(roots: dict[float, Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def collected_root(dest: Path, sweep: Sweep, budget: Sweep) -> Path:
+    """Where `experiments/collect_real_budget.sh` put a rate's runs: the budget's in ``text``."""
+    return dest / ("text" if sweep is budget else sweep.name)
+
+
 def _replay_every(records: list, strategy: str) -> int:
     """The strategy's replay interval in examples, as its runs were configured."""
     config = next(r.config for r in records if r.strategy == strategy)
     return int(config["strategy_options"][strategy]["replay_every"])
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", help="the real text data (replaces the config's)")
     parser.add_argument("--ratios", default="0.025,0.05,0.1,0.2")
@@ -77,7 +97,10 @@ def main() -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--output-dir", default="runs")
     parser.add_argument("--out", help="also write the Markdown table here")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--collected", help="tabulate collect_real_budget.sh's copies in this folder; run nothing"
+    )
+    args = parser.parse_args(argv)
 
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     budget = load_sweep(BUDGET)
@@ -90,10 +113,13 @@ def main() -> None:
     roots = {}
     for ratio in (float(r) for r in args.ratios.split(",")):
         sweep = at_ratio(budget, ratio, strategies)
-        roots[ratio] = sweep.root
-        for result in run_sweep(sweep):
-            print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
-    text = table(roots)
+        if args.collected:
+            roots[ratio] = collected_root(Path(args.collected), sweep, budget)
+        else:
+            roots[ratio] = sweep.root
+            for result in run_sweep(sweep):
+                print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
+    text = table(roots, {p.run_dir.name for p in budget.points()})
     print("\n" + text)
     if args.out:
         atomic_write_text(args.out, text)

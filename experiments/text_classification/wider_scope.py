@@ -13,6 +13,9 @@ mean and 95% CI of average accuracy, BWT and forgetting, then the paired differe
 wider scope minus ``head`` over the orders × seeds both have run. The ``head`` rows are the
 budget sweep's own MbPA++ runs (``<output-dir>/text_real_budget/``), run by
 ``lifelong sweep experiments/text_classification/real_budget.yaml``.
+
+``--collected DIR`` tabulates the runs `experiments/collect_real_budget.sh` copied (``head``
+from ``DIR/text``, the wider scope from ``DIR/text_<scope>``) and runs nothing.
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--output-dir", default="runs")
     parser.add_argument("--out", help="also write the Markdown table here")
+    parser.add_argument(
+        "--collected", help="tabulate collect_real_budget.sh's copies in this folder; run nothing"
+    )
     args = parser.parse_args(argv)
 
     budget = load_sweep(BUDGET)
@@ -90,9 +96,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         [STRATEGY], args.orders.split(","), [int(s) for s in args.seeds.split(",")]
     )
     sweep = at_scope(budget, args.scope)
-    for result in run_sweep(sweep):
-        print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
-    text = table(budget.root, sweep.root, args.scope)
+    if args.collected:
+        dest = Path(args.collected)
+        text = table(dest / "text", dest / f"text_{args.scope}", args.scope)
+    else:
+        for result in run_sweep(sweep):
+            print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
+        text = table(budget.root, sweep.root, args.scope)
     print("\n" + text)
     if args.out:
         atomic_write_text(args.out, text)

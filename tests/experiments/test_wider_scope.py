@@ -53,3 +53,12 @@ def test_one_run_a_scope_prints_its_mean_alone(wider_scope, tmp_path):
     text = wider_scope.table(head, wide, "top1")
     assert "| head | 50.0 | -5.0 | 5.0 | 1 |" in text and "nan" not in text
     assert "+3.0 points, no interval (one pair)" in text
+
+
+def test_collected_runs_are_tabulated_without_running(wider_scope, tmp_path, capsys):
+    make_run(tmp_path / "text" / "mbpa++_i_s0", "mbpa++", "i", 0, 50.0)
+    make_run(tmp_path / "text_top1" / "mbpa++_i_s0", "mbpa++", "i", 0, 53.0)
+    wider_scope.main(["--collected", str(tmp_path), "--output-dir", str(tmp_path / "runs")])
+    out = capsys.readouterr().out
+    assert "| head | 50.0 |" in out and "| top1 | 53.0 |" in out
+    assert not (tmp_path / "runs").exists()  # nothing was run
