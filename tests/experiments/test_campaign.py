@@ -74,6 +74,15 @@ def test_the_campaign_runs_the_acceptance_grid_of_both_streams(calls, tmp_path):
     assert {Path(s).name for s in scripts[1:]} == {"replay_rate.py", "wider_scope.py"}
 
 
+def test_the_longest_runs_come_last(calls):
+    """Meta-MbPA and the wider scope (2-3 hours a run) wait until every shorter run is done, so
+    that sittings of a few hours each finish runs instead of restarting long ones."""
+    flat = [" ".join(c) for c in calls]
+    long = [i for i, c in enumerate(flat) if "meta-mbpa" in c or "wider_scope.py" in c]
+    assert long == [len(flat) - 2, len(flat) - 1]
+    assert "--strategies meta-mbpa " in flat[-2] and "--seeds 0,1" in flat[-2]
+
+
 def test_avalanche_rows_run_in_their_own_environment(calls):
     # parsed, not validated: avalanche-lib does not import here (the registry would refuse)
     parser = build_parser()
