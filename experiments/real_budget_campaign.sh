@@ -61,6 +61,9 @@ text --strategies anml-er,ewc,mbpa,mbpa++-rand,maml-er --orders i,ii,iii,iv --se
 # Seed 1 for the strategies the acceptance table carries at two seeds per order.
 text --strategies seq,seq-star,replay,mbpa++,oml-er,mtl --orders i,ii,iii,iv --seeds 1
 ava --strategies avalanche:naive,avalanche:replay,avalanche:ewc --orders i,ii,iii,iv --seeds 0
+# The replay-rate ablation on the other three orders, for intervals over all four.
+$PY experiments/text_classification/replay_rate.py --data-dir "$TEXT_DATA" --output-dir "$OUT" \
+    --orders i,ii,iii,iv
 # Longest last (2-3 hours a run at one thread beside a second copy): Meta-MbPA (its meta step
 # over 32 neighbours per example) and MbPA++ adapting the top layer too (the wider scope).
 text --strategies meta-mbpa --orders i,ii,iii,iv --seeds 0,1

@@ -72,6 +72,8 @@ def test_the_campaign_runs_the_acceptance_grid_of_both_streams(calls, tmp_path):
     scripts = [c[1] for c in calls if c[0] == "python"]
     assert scripts[0] == "experiments/fewrel/prepare_cfrl.py"
     assert {Path(s).name for s in scripts[1:]} == {"replay_rate.py", "wider_scope.py"}
+    ablation = [c for c in calls if c[0] == "python" and c[1].endswith("replay_rate.py")]
+    assert ablation[-1][-2:] == ["--orders", "i,ii,iii,iv"]  # order i first, then all four
 
 
 def test_the_longest_runs_come_last(calls):
