@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from lifelong.experiment.reports.stats import compare, summary_rows, summary_table
@@ -54,10 +54,20 @@ def labelled(records: Sequence[RunRecord], scope: str) -> list[RunRecord]:
     ]
 
 
-def table(head_root: Path, wide_root: Path, scope: str) -> str:
-    """Markdown: a row per scope (mean [95% CI] per metric, runs), then wide − head, paired."""
-    head = labelled(find_runs(head_root), "head") if head_root.is_dir() else []
-    wide = labelled(find_runs(wide_root), scope) if wide_root.is_dir() else []
+def table(head_root: Path, wide_root: Path, scope: str, grid: Collection[str] | None = None) -> str:
+    """Markdown: a row per scope (mean [95% CI] per metric, runs), then wide − head, paired.
+
+    Args:
+        head_root: The budget sweep's folder (its MbPA++ runs adapt the head).
+        wide_root: The wider scope's sweep folder.
+        scope: The wider scope's name, e.g. ``top1``.
+        grid: The run folder names of the grid (e.g. ``mbpa++_i_s0``); runs of other orders or
+            seeds in either folder are left out (all of them if ``None``), so both rows count
+            the same orders × seeds.
+
+    """
+    head = labelled(_runs(head_root, grid), "head")
+    wide = labelled(_runs(wide_root, grid), scope)
     lines = [
         "| MbPA++ adapts | average accuracy | BWT | forgetting | runs |",
         "|---|---|---|---|---|",
@@ -73,6 +83,13 @@ def table(head_root: Path, wide_root: Path, scope: str) -> str:
         for c in compare(records, f"{STRATEGY} ({scope})", f"{STRATEGY} (head)"):
             text += f"\n{c.describe()}\n"
     return text
+
+
+def _runs(root: Path, grid: Collection[str] | None) -> list[RunRecord]:
+    """The finished runs under ``root`` (none if it does not exist), those of ``grid`` alone."""
+    if not root.is_dir():
+        return []
+    return [r for r in find_runs(root) if grid is None or r.run_dir.name in grid]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -96,13 +113,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         [STRATEGY], args.orders.split(","), [int(s) for s in args.seeds.split(",")]
     )
     sweep = at_scope(budget, args.scope)
+    grid = {p.run_dir.name for p in budget.points()}
     if args.collected:
         dest = Path(args.collected)
-        text = table(dest / "text", dest / f"text_{args.scope}", args.scope)
+        text = table(dest / "text", dest / f"text_{args.scope}", args.scope, grid)
     else:
         for result in run_sweep(sweep):
             print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
-        text = table(budget.root, sweep.root, args.scope)
+        text = table(budget.root, sweep.root, args.scope, grid)
     print("\n" + text)
     if args.out:
         atomic_write_text(args.out, text)

@@ -62,3 +62,13 @@ def test_collected_runs_are_tabulated_without_running(wider_scope, tmp_path, cap
     out = capsys.readouterr().out
     assert "| head | 50.0 |" in out and "| top1 | 53.0 |" in out
     assert not (tmp_path / "runs").exists()  # nothing was run
+
+
+def test_head_counts_only_the_grid_s_orders_and_seeds(wider_scope, tmp_path, capsys):
+    make_run(tmp_path / "text" / "mbpa++_i_s0", "mbpa++", "i", 0, 50.0)
+    make_run(tmp_path / "text" / "mbpa++_ii_s0", "mbpa++", "ii", 0, 70.0)  # another order
+    make_run(tmp_path / "text" / "mbpa++_i_s1", "mbpa++", "i", 1, 60.0)  # another seed
+    make_run(tmp_path / "text_top1" / "mbpa++_i_s0", "mbpa++", "i", 0, 53.0)
+    wider_scope.main(["--collected", str(tmp_path), "--orders", "i", "--seeds", "0"])
+    out = capsys.readouterr().out
+    assert "| head | 50.0 | -5.0 | 5.0 | 1 |" in out and "| top1 | 53.0 |" in out
