@@ -1,0 +1,63 @@
+"""The collected layout is named in three places; one round trip keeps them in agreement.
+
+`experiments/collect_real_budget.sh` renames the campaign's sweep folders when it copies them
+(``text_real_budget`` → ``text``, ``text_real_budget_<scope>`` → ``text_<scope>``), and
+``replay_rate.py --collected`` and ``wider_scope.py --collected`` look for the copies under
+those names. Here runs are written where the scripts' own sweeps put them, collected with the
+shell script, and read back by both scripts: a rename in any one of the three fails this test.
+"""
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lifelong.test_reports import make_run
+
+ROOT = Path(__file__).parents[2]
+SCRIPTS = ROOT / "experiments" / "text_classification"
+COLLECT = ROOT / "experiments" / "collect_real_budget.sh"
+
+
+@pytest.fixture
+def scripts(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    for name in ("replay_rate", "wider_scope"):
+        sys.modules.pop(name, None)
+    import replay_rate
+    import wider_scope
+
+    return replay_rate, wider_scope
+
+
+def _budget(module, strategies, out):
+    """The budget sweep as ``module.main`` builds it: order i, seed 0, output under ``out``."""
+    budget = module.load_sweep(module.BUDGET).with_grid(strategies, ["i"], [0])
+    return dataclasses.replace(budget, base=budget.base.replace(output_dir=str(out)))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="bash script")
+def test_the_scripts_read_what_the_collect_script_copies(scripts, tmp_path, capsys):
+    replay_rate, wider_scope = scripts
+    out, dest = tmp_path / "runs", tmp_path / "results"
+    budget = _budget(replay_rate, ["replay"], out)
+    options = {"replay": {"replay_every": 160}}
+    for sweep, value in ((budget, 40.0), (replay_rate.at_ratio(budget, 0.05, ["replay"]), 35.0)):
+        ratio = 0.1 if sweep is budget else 0.05
+        opts = {"replay": options["replay"] | {"replay_ratio": ratio}}
+        make_run(sweep.root / "replay_i_s0", "replay", "i", 0, value, strategy_options=opts)
+    head = _budget(wider_scope, ["mbpa++"], out)
+    assert head.root == budget.root  # the head runs are the budget sweep's own
+    make_run(head.root / "mbpa++_i_s0", "mbpa++", "i", 0, 50.0)
+    make_run(wider_scope.at_scope(head, "top1").root / "mbpa++_i_s0", "mbpa++", "i", 0, 53.0)
+
+    subprocess.run(["bash", str(COLLECT), str(out), str(dest)], check=True, capture_output=True)
+
+    replay_rate.main(["--collected", str(dest), "--ratios", "0.05,0.1", "--strategies", "replay"])
+    tables = capsys.readouterr().out
+    assert "| replay | 0.05 | 8 | 35.0 |" in tables and "| replay | 0.1 | 16 | 40.0 |" in tables
+    wider_scope.main(["--collected", str(dest), "--scope", "top1"])
+    tables = capsys.readouterr().out
+    assert "| head | 50.0 |" in tables and "| top1 | 53.0 |" in tables
