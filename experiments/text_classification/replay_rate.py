@@ -68,7 +68,7 @@ def table(roots: dict[float, Path], grid: Collection[str] | None = None) -> str:
     for ratio, root in roots.items():
         if not root.is_dir():  # a rate not run (yet)
             continue
-        records = [r for r in find_runs(root) if grid is None or r.run_dir.name in grid]
+        records = find_runs(root, names=grid)
         if not records:
             continue
         for _, strategy, runs, cells in sorted(summary_rows(summary_table(records, METRICS))):

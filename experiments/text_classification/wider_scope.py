@@ -66,8 +66,8 @@ def table(head_root: Path, wide_root: Path, scope: str, grid: Collection[str] | 
             the same orders × seeds.
 
     """
-    head = labelled(_runs(head_root, grid), "head")
-    wide = labelled(_runs(wide_root, grid), scope)
+    head = labelled(find_runs(head_root, names=grid), "head") if head_root.is_dir() else []
+    wide = labelled(find_runs(wide_root, names=grid), scope) if wide_root.is_dir() else []
     lines = [
         "| MbPA++ adapts | average accuracy | BWT | forgetting | runs |",
         "|---|---|---|---|---|",
@@ -83,13 +83,6 @@ def table(head_root: Path, wide_root: Path, scope: str, grid: Collection[str] | 
         for c in compare(records, f"{STRATEGY} ({scope})", f"{STRATEGY} (head)"):
             text += f"\n{c.describe()}\n"
     return text
-
-
-def _runs(root: Path, grid: Collection[str] | None) -> list[RunRecord]:
-    """The finished runs under ``root`` (none if it does not exist), those of ``grid`` alone."""
-    if not root.is_dir():
-        return []
-    return [r for r in find_runs(root) if grid is None or r.run_dir.name in grid]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -15,7 +15,7 @@ import io
 import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,11 +86,15 @@ class RunRecord:
 # --- finding and reading runs ---------------------------------------------------------------
 
 
-def find_runs(paths: Sequence[str | Path] | str | Path) -> list[RunRecord]:
+def find_runs(
+    paths: Sequence[str | Path] | str | Path, *, names: Collection[str] | None = None
+) -> list[RunRecord]:
     """Every finished run directory under ``paths``, read and sorted by directory.
 
     Args:
         paths: Run directories or folders holding them at any depth (a single path is fine).
+        names: Only the run directories of these names (e.g. a sweep grid's ``replay_i_s0``:
+            ``{p.run_dir.name for p in sweep.points()}``), the others not read; all if ``None``.
 
     Returns:
         The runs, sorted by run directory, each directory once even if paths overlap.
@@ -110,7 +114,8 @@ def find_runs(paths: Sequence[str | Path] | str | Path) -> list[RunRecord]:
         if not root.is_dir():
             raise RunDirError(f"{root}: not a directory (expected run directories under it)")
         for run_dir in _run_dirs(root):
-            found.setdefault(run_dir.resolve(), load_run(run_dir))
+            if names is None or run_dir.name in names:
+                found.setdefault(run_dir.resolve(), load_run(run_dir))
     return distinguish_variants(sorted(found.values(), key=lambda r: r.run_dir))
 
 

@@ -43,11 +43,10 @@ def test_the_scripts_read_what_the_collect_script_copies(scripts, tmp_path, caps
     replay_rate, wider_scope = scripts
     out, dest = tmp_path / "runs", tmp_path / "results"
     budget = _budget(replay_rate, ["replay"], out)
-    options = {"replay": {"replay_every": 160}}
-    for sweep, value in ((budget, 40.0), (replay_rate.at_ratio(budget, 0.05, ["replay"]), 35.0)):
-        ratio = 0.1 if sweep is budget else 0.05
-        opts = {"replay": options["replay"] | {"replay_ratio": ratio}}
-        make_run(sweep.root / "replay_i_s0", "replay", "i", 0, value, strategy_options=opts)
+    for ratio, value in ((0.1, 40.0), (0.05, 35.0)):  # 0.1: the budget's rate, its own folder
+        sweep = replay_rate.at_ratio(budget, ratio, ["replay"])
+        options = {"replay": {"replay_every": 160, "replay_ratio": ratio}}
+        make_run(sweep.root / "replay_i_s0", "replay", "i", 0, value, strategy_options=options)
     head = _budget(wider_scope, ["mbpa++"], out)
     assert head.root == budget.root  # the head runs are the budget sweep's own
     make_run(head.root / "mbpa++_i_s0", "mbpa++", "i", 0, 50.0)

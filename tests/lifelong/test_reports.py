@@ -145,6 +145,18 @@ def test_find_runs_skips_unfinished_and_dedupes(grid, caplog):
     assert (single.strategy, single.order, single.seed) == ("replay", "i", 1)
 
 
+def test_find_runs_keeps_only_the_named_run_directories(grid):
+    (broken := grid / "replay" / "zz_broken").mkdir()  # a run of another name: never read
+    (broken / "metrics.json").write_text("{not json")
+    records = find_runs(grid, names={"i_s1", "ii_s0"})
+    found = sorted((r.strategy, r.order, r.seed) for r in records)
+    assert found == [("mbpa++_x", "i", 1), ("mbpa++_x", "ii", 0), ("replay", "i", 1),
+                     ("replay", "ii", 0)]  # fmt: skip
+    assert find_runs(grid, names=set()) == []
+    with pytest.raises(ReportError, match="zz_broken"):
+        find_runs(grid)  # unfiltered, the broken run is read and named
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
