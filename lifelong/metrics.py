@@ -16,6 +16,10 @@ import numpy as np
 Since = Literal["trained", "any"]
 """Which earlier rows `forgetting` takes the best accuracy from."""
 
+SEQUENTIAL_METRICS = ("bwt", "fwt", "forgetting", "forgetting_any")
+"""The `summary` keys that read R as a sequence of tasks: undefined for a joint learner (MTL),
+whose rows have all seen every task."""
+
 
 def _check(R: np.ndarray) -> np.ndarray:
     R = np.asarray(R, dtype=np.float64)

@@ -127,7 +127,15 @@ class StrategyHooks:
     The learner calls every hook directly (no probing for optional methods), so a type checker
     sees each call. Built-in strategies and third-party ones inherit this class; the registry
     refuses a strategy class that lacks a hook (`lifelong.registry.build`).
+
+    Attributes:
+        joint_training: ``True`` for a learner that trains on every task's data from the first
+            batch (MTL): its rows are not a sequence of tasks, so BWT, FWT and forgetting are
+            undefined for it (null in ``metrics.json``; reports leave them out).
+
     """
+
+    joint_training: ClassVar[bool] = False
 
     def on_stream_start(self, stream: TaskStream) -> None:
         """Before the first task, on a resume too (rebuild, do not reset): MTL sees every task."""
@@ -210,6 +218,7 @@ class Strategy(Protocol):
 
     name: ClassVar[str]
     description: ClassVar[str]
+    joint_training: ClassVar[bool]  # see `StrategyHooks`: no BWT, FWT or forgetting
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Learn from one training mini-batch; return scalars worth logging (e.g. loss)."""

@@ -49,6 +49,9 @@ class MTL(StrategyHooks):
 
     name: ClassVar[str] = "mtl"
     description: ClassVar[str] = "multi-task upper bound: joint i.i.d. training on all tasks"
+    # every row has seen every task: BWT, FWT and forgetting mean nothing here (the papers
+    # report MTL's accuracy alone: de Masson d'Autume et al., 2019, Table 1; Holla et al., 2020)
+    joint_training: ClassVar[bool] = True
     Options = MTLOptions
 
     def __init__(self, context: StrategyContext, options: MTLOptions | None = None) -> None:

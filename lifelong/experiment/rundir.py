@@ -11,6 +11,7 @@ written atomically. Runs (`lifelong.experiment.runs`) write through `write_resul
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import logging
@@ -71,6 +72,17 @@ class RunRecord:
     metrics: dict[str, Any]
     accuracy: pd.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def joint_training(self) -> bool:
+        """Whether the run trained on every task from the start (MTL): no BWT, FWT or forgetting.
+
+        ``metrics.json`` says so (``joint_training``); for a run written before it did, the
+        strategy registered under its name does (`lifelong.strategy.StrategyHooks`).
+        """
+        if "joint_training" in self.metrics:
+            return self.metrics["joint_training"] is True
+        return _registered_as_joint(self.strategy)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -286,6 +298,16 @@ def order_label(config: dict[str, Any]) -> str:
         return spec_from_mapping(config).order_id
     except (UnknownNameError, TypeError) as err:
         raise RunDirError(f"config: {err}") from None
+
+
+@functools.cache
+def _registered_as_joint(name: str) -> bool:
+    from lifelong import registry
+
+    try:
+        return bool(getattr(registry.get(name), "joint_training", False))
+    except (registry.UnknownStrategyError, ImportError):  # another version's or a missing plugin
+        return False
 
 
 def _read_metrics(path: Path) -> dict[str, Any]:

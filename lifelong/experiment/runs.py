@@ -48,7 +48,7 @@ from lifelong.experiment.rundir import (
 )
 from lifelong.experiment.trackers import RunInfo, tracking
 from lifelong.files import atomic_write_text
-from lifelong.metrics import summary
+from lifelong.metrics import SEQUENTIAL_METRICS, summary
 from lifelong.streams.registry import build_stream
 
 if TYPE_CHECKING:
@@ -500,10 +500,13 @@ def run_metrics(
     metric's name, other metrics' final averages, the training time, each task's size (its
     labels, e.g. a FewRel cluster's relations, and its train and test examples), and the
     strategy's report (its ``memory_examples`` and ``write_rate`` also at the top level,
-    comparable across strategies).
+    comparable across strategies). For a joint learner (``strategy.joint_training``: MTL) the
+    sequential metrics (`SEQUENTIAL_METRICS`) are null and ``joint_training`` is true.
     """
     # pooled_accuracy: the main metric over all test sets as one (FewRel's headline)
     metrics: dict[str, Any] = summary(result.accuracy, result.before, result.test_sizes)
+    if strategy.joint_training:  # MTL: no row is "after task j", so no transfer or forgetting
+        metrics.update(dict.fromkeys(SEQUENTIAL_METRICS), joint_training=True)
     metrics["metric"] = result.metric  # what R holds: accuracy, or F1 for QA
     metrics["secondary_metrics"] = list(result.secondary)
     for name, rows in result.secondary.items():  # e.g. QA's final average exact match
@@ -555,6 +558,8 @@ def format_report(result: StreamResult, metrics: dict[str, Any]) -> str:
         table = f"  (from the {METRIC_LABELS.get(result.metric, result.metric)} matrix)\n" + table
     if len(result.task_names) < 2:
         table += "\n  (BWT, FWT and forgetting need two tasks or more)"
+    elif metrics.get("joint_training"):
+        table += "\n  (joint training: every row has seen every task, so no BWT, FWT or forgetting)"
     return f"{text}\n\nMetrics (points):\n{table}"
 
 

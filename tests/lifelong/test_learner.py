@@ -73,6 +73,22 @@ def test_pooled_metric_weights_each_task_by_its_test_set(task):
     assert metrics["tasks"][0] == {"name": "task0", "labels": 2, "train": 8, "test": 4}
 
 
+def test_a_joint_learner_has_no_transfer_or_forgetting(task):
+    from lifelong.experiment.runs import format_report, run_metrics
+    from lifelong.learner import StreamResult
+    from lifelong.strategies.mtl import MTL
+
+    R = np.array([[50.0, 40.0], [70.0, 60.0]])
+    result = StreamResult(("a", "b"), R, np.zeros(2), test_sizes=np.array([10, 10]))
+    context = StrategyContext(tiny_classifier(), task)
+    sequential = run_metrics(result, Seq(context), 1.0)
+    assert sequential["bwt"] == 20.0 and "joint_training" not in sequential
+    joint = run_metrics(result, MTL(context), 1.0)
+    assert joint["average_accuracy"] == 65.0 and joint["joint_training"] is True
+    assert [joint[k] for k in ("bwt", "fwt", "forgetting", "forgetting_any")] == [None] * 4
+    assert "joint training: every row has seen every task" in format_report(result, joint)
+
+
 def test_the_learner_records_the_test_set_sizes(task):
     result, _ = run_once(task)
     assert result.test_sizes.tolist() == [8, 8]

@@ -15,7 +15,7 @@ from lifelong.experiment.reports import (
     plot_summary,
     summary_table,
 )
-from lifelong.experiment.reports.stats import bootstrap_interval, t_interval
+from lifelong.experiment.reports.stats import bootstrap_interval, summary_markdown, t_interval
 from tests.lifelong.test_reports import make_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -105,3 +105,21 @@ def test_report_command_compares_and_the_report_holds_the_intervals(runs, tmp_pa
     assert "| text | average accuracy | replay | seq | +10.1 | [" in report
     with pytest.raises(ReportError, match="expected two strategies"):
         command(parser.parse_args([root, "--compare", "replay"]))
+
+
+def test_reports_leave_out_a_joint_learners_transfer_and_forgetting(tmp_path):
+    import json
+
+    make_run(tmp_path / "seq_i_0", "seq", "i", 0, 40.0)
+    make_run(tmp_path / "mtl_i_0", "mtl", "i", 0, 70.0)  # an older run: numbers, no flag
+    path = make_run(tmp_path / "mtl_ii_0", "mtl", "ii", 0, 72.0) / "metrics.json"
+    metrics = json.loads(path.read_text())
+    path.write_text(json.dumps({**metrics, "bwt": None, "fwt": None, "joint_training": True}))
+    records = find_runs([tmp_path])
+    assert [r.joint_training for r in records] == [True, True, False]
+    table = summary_table(records, ["average_accuracy", "bwt", "forgetting"])
+    assert table.loc[("text", "mtl", "average_accuracy"), "n"] == 2
+    assert table.loc[("text", "mtl", "bwt"), "n"] == 0
+    assert table.loc[("text", "mtl", "forgetting"), "n"] == 0
+    assert table.loc[("text", "seq", "bwt"), "n"] == 1
+    assert "| mtl | 2 | 71.0 [58.3, 83.7] | – | – |" in summary_markdown(table)
