@@ -7,7 +7,7 @@ import pytest
 
 from lifelong.experiment.cli import add_report_arguments
 from lifelong.experiment.reports import command
-from lifelong.experiment.reports.claims import CHAINS, Claim, claims, judge
+from lifelong.experiment.reports.claims import ABLATIONS, CHAINS, Claim, claims, judge
 from lifelong.experiment.reports.stats import pairwise_table
 from lifelong.experiment.rundir import find_runs
 from lifelong.streams.registry import STREAMS
@@ -21,6 +21,12 @@ def test_a_chain_claims_every_pair_it_orders():
     n = sum(len(g) for g in CHAINS["fewrel"])
     assert len(fewrel) == n * (n - 1) // 2  # every pair once
     assert Claim("mbpa++", "agem", ">") in claims("text")
+    text = claims("text")
+    n = sum(len(g) for g in CHAINS["text"])
+    assert len(text) == n * (n - 1) // 2 + len(ABLATIONS["text"])
+    assert len(set(text)) == len(text)  # no ablation repeats a pair of the chain
+    assert text[-3:] == [Claim("mbpa++", "mbpa", ">"), Claim("mbpa++", "mbpa++-rand", ">"),
+                         Claim("mbpa", "seq", ">")]  # fmt: skip
 
 
 @pytest.fixture

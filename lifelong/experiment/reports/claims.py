@@ -8,7 +8,8 @@ accuracy on the pooled test set on FewRel (Holla et al. 2020, Table 2; `headline
 * FewRel: MTL > OML-ER ≈ ANML-ER > REPLAY > A-GEM > SEQ
 
 Every pair the chain orders is a claim ``a > b`` (a chain orders all its pairs, not only
-neighbours); strategies joined by ≈ are claimed equal. `judge` compares each pair on the shared
+neighbours); strategies joined by ≈ are claimed equal. On text the MbPA++ paper's ablations add
+three claims outside the chain (`ABLATIONS`). `judge` compares each pair on the shared
 orders × seeds (`lifelong.experiment.reports.stats.compare`) and says, for ``a > b``:
 ``holds`` (the 95% interval of a − b excludes zero above it), ``reversed`` (excludes zero below
 it), ``not resolved`` (includes zero) or ``not run``; for ``a ≈ b``: ``no difference found``
@@ -39,6 +40,14 @@ CHAINS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 """Per stream, the papers' chain, best first; a tuple holds strategies claimed equal."""
 
+ABLATIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "text": (("mbpa++", "mbpa"), ("mbpa++", "mbpa++-rand"), ("mbpa", "seq")),
+}
+"""Per stream, further ``a > b`` claims: de Masson d'Autume et al. (2019, Table 1 and its
+discussion) find MbPA++ above MbPA (local adaptation needs the sparse replay too) and far above
+MbPA++ with random retrieval (retrieving relevant memories matters), and MbPA above the plain
+encoder-decoder (local adaptation alone already mitigates forgetting)."""
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -53,7 +62,7 @@ class Claim:
 
 
 def claims(stream: str) -> list[Claim]:
-    """Every pair the stream's chain orders (or equates), best first.
+    """Every pair the stream's chain orders (or equates), best first, then its `ABLATIONS`.
 
     Raises:
         KeyError: A stream without a claimed chain.
@@ -65,7 +74,7 @@ def claims(stream: str) -> list[Claim]:
         out += [Claim(a, b, "≈") for j, a in enumerate(group) for b in group[j + 1 :]]
         for a in group:
             out += [Claim(a, b, ">") for later in chain[i + 1 :] for b in later]
-    return out
+    return out + [Claim(a, b, ">") for a, b in ABLATIONS.get(stream, ())]
 
 
 @dataclass(frozen=True)
@@ -134,4 +143,13 @@ def claims_markdown(judgements: Sequence[Judgement], stream: str, metric: str | 
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["CHAINS", "Claim", "Judgement", "claims", "claims_markdown", "judge", "verdict"]
+__all__ = [
+    "ABLATIONS",
+    "CHAINS",
+    "Claim",
+    "Judgement",
+    "claims",
+    "claims_markdown",
+    "judge",
+    "verdict",
+]
