@@ -26,6 +26,7 @@ import pandas as pd
 import yaml
 
 from lifelong.files import atomic_write_text
+from lifelong.metrics import SEQUENTIAL_METRICS
 from lifelong.streams.core import UnknownNameError
 from lifelong.streams.registry import spec_from_mapping
 
@@ -77,12 +78,10 @@ class RunRecord:
     def joint_training(self) -> bool:
         """Whether the run trained on every task from the start (MTL): no BWT, FWT or forgetting.
 
-        ``metrics.json`` says so (``joint_training``); for a run written before it did, the
-        strategy registered under its name does (`lifelong.strategy.StrategyHooks`).
+        Its sequential metrics (`lifelong.metrics.SEQUENTIAL_METRICS`) are then ``None`` in
+        ``metrics`` (`load_run`).
         """
-        if "joint_training" in self.metrics:
-            return self.metrics["joint_training"] is True
-        return _registered_as_joint(self.strategy)
+        return self.metrics.get("joint_training") is True
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -222,7 +221,8 @@ def load_run(run_dir: str | Path) -> RunRecord:
         run_dir: A directory holding ``config.yaml``, ``accuracy.csv`` and ``metrics.json``.
 
     Returns:
-        The run's record.
+        The run's record; for a joint learner (MTL), the sequential metrics are ``None`` and
+        ``joint_training`` is true even where an older ``metrics.json`` holds numbers.
 
     Raises:
         RunDirError: A file is missing or malformed; the error names it and what was expected.
@@ -230,13 +230,17 @@ def load_run(run_dir: str | Path) -> RunRecord:
     """
     run_dir = Path(run_dir)
     config = _read_config(run_dir / CONFIG_FILE)
+    metrics = _read_metrics(run_dir / METRICS_FILE)
+    if _registered_as_joint(config["strategy"]):
+        # a joint learner's run written before metrics.json said so: its numbers mean nothing
+        metrics.update(dict.fromkeys(SEQUENTIAL_METRICS), joint_training=True)
     return RunRecord(
         run_dir=run_dir,
         stream=config["stream"],
         order=order_label(config),
         seed=config["seed"],
         strategy=config["strategy"],
-        metrics=_read_metrics(run_dir / METRICS_FILE),
+        metrics=metrics,
         accuracy=_read_accuracy(run_dir / ACCURACY_FILE),
         config=config,
     )

@@ -117,6 +117,7 @@ def test_reports_leave_out_a_joint_learners_transfer_and_forgetting(tmp_path):
     path.write_text(json.dumps({**metrics, "bwt": None, "fwt": None, "joint_training": True}))
     records = find_runs([tmp_path])
     assert [r.joint_training for r in records] == [True, True, False]
+    assert records[0].metrics["bwt"] is None and records[0].metrics["average_accuracy"] == 70.0
     table = summary_table(records, ["average_accuracy", "bwt", "forgetting"])
     assert table.loc[("text", "mtl", "average_accuracy"), "n"] == 2
     assert table.loc[("text", "mtl", "bwt"), "n"] == 0

@@ -23,7 +23,6 @@ from lifelong.experiment.rundir import (
     as_records,
     run_settings,
 )
-from lifelong.metrics import SEQUENTIAL_METRICS
 from lifelong.streams.core import CUSTOM_PREFIX
 
 log = logging.getLogger(__name__)
@@ -114,8 +113,6 @@ def _group(records: Iterable[RunRecord], key: Callable[[RunRecord], _K]) -> dict
 
 
 def _metric(record: RunRecord, key: str) -> float | None:
-    if key in SEQUENTIAL_METRICS and record.joint_training:  # older runs still hold numbers
-        return None
     if key == "minutes" and "minutes" not in record.metrics:
         seconds = _metric(record, "seconds")
         return None if seconds is None else seconds / 60
