@@ -462,20 +462,32 @@ class _MemoriaCore(nn.Module):
             for i in range(batch)
         ]
 
-    def prepare(self, memory: Any, rows: torch.Tensor, like: torch.Tensor) -> list[EngramMemory]:
-        """The memories a segment works on, one per row.
+    def prepare(
+        self,
+        memory: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        like: torch.Tensor,
+    ) -> tuple[list[EngramMemory], torch.Tensor]:
+        """Check a segment (b, t) and take the memories it works on, one per row.
 
-        Fresh ones for a new document (``memory=None``); else copies of the given memories where
-        ``rows`` (b,) is True, while rows without real tokens keep theirs, untouched.
+        Fresh ones for a new document (``memory=None``); else copies of the given memories of
+        the rows with real tokens, while rows without any keep theirs, untouched.
+
+        Returns:
+            The per-row memories and which rows are memorised (b,): those with a real token.
+
         """
+        check_segment_inputs(input_ids, attention_mask)
+        rows = attention_mask.bool().any(dim=1)  # (b,) rows that are memorised
         batch = rows.shape[0]
         if memory is None:
-            return self.new_memory(batch, like)
+            return self.new_memory(batch, like), rows
         if not isinstance(memory, (list, tuple)) or len(memory) != batch:
             raise ValueError(
                 f"memory must be a list of {batch} EngramMemory objects (one per row) or None"
             )
-        return [m.copy() if bool(keep) else m for m, keep in zip(memory, rows)]
+        return [m.copy() if bool(keep) else m for m, keep in zip(memory, rows)], rows
 
     def recall(
         self, memory: list[EngramMemory], cue: torch.Tensor, cue_mask: torch.Tensor
@@ -694,9 +706,7 @@ class Memoria(SegmentEncoder):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
     ) -> EncoderOutput:
         """Encode a segment (b, t) given the per-row memories (None: a new document)."""
-        check_segment_inputs(input_ids, attention_mask)
-        rows = attention_mask.bool().any(dim=1)  # (b,) rows that are memorised
-        memory = self.core.prepare(memory, rows, self.embed.words.weight)
+        memory, rows = self.core.prepare(memory, input_ids, attention_mask, self.embed.words.weight)
         x = self.embed(input_ids)  # (b, t, d)
         mask = segment_mask(attention_mask, self.config.causal)  # (b, 1, t, t)
         recall = None
@@ -826,9 +836,9 @@ class MemoriaBert(SegmentEncoder):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, memory: Any = None
     ) -> EncoderOutput:
         """Encode a segment (b, t) given the per-row memories (None: a new document)."""
-        check_segment_inputs(input_ids, attention_mask)
-        rows = attention_mask.bool().any(dim=1)  # (b,) rows that are memorised
-        memory = self.core.prepare(memory, rows, self.core.abstractor.queries)
+        memory, _ = self.core.prepare(
+            memory, input_ids, attention_mask, self.core.abstractor.queries
+        )
         x = self.encoder.run_stages(input_ids, attention_mask, 0, self.memory_layer + 2)
         recall = self.core.recall(memory, x, attention_mask)
         layer_mask = self.encoder._layer_mask(attention_mask, x.dtype)
