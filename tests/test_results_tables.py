@@ -1,0 +1,202 @@
+"""The real-data tables of the README and the results page say what the committed runs say.
+
+Every number in them is `lifelong report` on the runs under `results/real_budget/` (the pages
+say so): the per-strategy tables are its summary (mean and 95% interval over orders x seeds),
+the claims table is its ``--claims`` judgement. A run committed without its tables following, or
+a number typed by hand, fails here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lifelong.experiment.reports.claims import Judgement, claims, judge
+from lifelong.experiment.reports.stats import summary_table
+from lifelong.experiment.reports.tables import DEFAULT_METRICS, METRIC_LABELS
+from lifelong.experiment.rundir import find_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "real_budget"
+README = ROOT / "README.md"
+RESULTS_PAGE = ROOT / "docs" / "guide" / "results.md"
+
+DISPLAY = {
+    "SEQ": "seq",
+    "SEQ\\*": "seq-star",
+    "REPLAY": "replay",
+    "A-GEM": "agem",
+    "EWC": "ewc",
+    "MbPA": "mbpa",
+    "MbPA++": "mbpa++",
+    "MbPA++-rand": "mbpa++-rand",
+    "Meta-MbPA": "meta-mbpa",
+    "OML-ER": "oml-er",
+    "ANML-ER": "anml-er",
+    "MAML-ER": "maml-er",
+    "MTL": "mtl",
+    "MTL (upper bound)": "mtl",
+}
+"""The pages' strategy names; a registry name (the results page's) stands for itself."""
+
+LABELED = {label: key for key, label in METRIC_LABELS.items() if key in DEFAULT_METRICS}
+"""Column (or row) labels of the tables that carry a summary metric, to its key."""
+
+TEXT_HEADER = "| strategy | runs | average accuracy | BWT | FWT | forgetting |"
+FEWREL_HEADER = "| strategy | runs | pooled accuracy | average accuracy | BWT | FWT | forgetting |"
+FEWREL_BY_COLUMN = "| strategy | SEQ | A-GEM | REPLAY |"
+CLAIMS_HEADER = "| the papers' claim |"
+
+
+def markdown_tables(path: Path, header: str) -> list[list[list[str]]]:
+    """Every Markdown table in ``path`` whose header line starts with ``header``, as cells."""
+    tables, block = [], []
+    for line in [*path.read_text(encoding="utf-8").splitlines(), ""]:
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        if block and block[0].startswith(header):
+            tables.append([_cells(row) for row in block[:1] + block[2:]])  # no --- row
+        block = []
+    return tables
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def numbers(cell: str) -> list[str]:
+    """The numbers a cell shows, to one decimal (``−`` read as minus, ``**`` and ``+`` dropped)."""
+    plain = cell.replace("−", "-").replace("**", "").replace(",", "")
+    return [f"{float(n):.1f}" for n in re.findall(r"[-+]?\d+(?:\.\d+)?", plain)]
+
+
+def strategy(name: str) -> str:
+    return DISPLAY.get(name, name)
+
+
+@cache
+def summary(stream: str) -> pd.DataFrame:
+    """`lifelong report`'s over-all-runs summary of the committed runs of ``stream``."""
+    return summary_table(find_runs(RESULTS / stream), DEFAULT_METRICS).xs(stream, level="stream")
+
+
+@cache
+def judgements(stream: str) -> dict[tuple[str, str, str], Judgement]:
+    """`lifelong report --claims`'s judgement of the committed runs, by (a, relation, b)."""
+    found = judge(find_runs(RESULTS / stream), stream)
+    return {(j.claim.a, j.claim.relation, j.claim.b): j for j in found}
+
+
+def expected(stream: str, name: str, metric: str) -> list[str]:
+    """What `lifelong report` prints for one cell: mean, low, high (none without a value)."""
+    row = summary(stream).loc[(name, metric)]
+    if row["n"] == 0 or math.isnan(row["mean"]):
+        return []
+    bounds = [] if math.isnan(row["low"]) else [row["low"], row["high"]]
+    return [f"{v:.1f}" for v in (row["mean"], *bounds)]
+
+
+def check_cell(cell: str, stream: str, name: str, metric: str, where: str) -> None:
+    """A cell shows the mean, or the mean and its interval, of what the runs give."""
+    shown, want = numbers(cell), expected(stream, name, metric)
+    assert shown == want[: len(shown)] and (shown or not want), (
+        f"{where}: {name} {METRIC_LABELS[metric]} reads {cell!r}; the committed runs give "
+        f"{' '.join(want) or 'no value'} (`lifelong report results/real_budget/{stream}`)"
+    )
+
+
+def check_by_row(table: list[list[str]], stream: str, where: str) -> int:
+    """A table with a row a strategy: its run count and every metric column. Returns the rows."""
+    header = table[0]
+    for row in table[1:]:
+        name = strategy(row[0])
+        runs = int(summary(stream).loc[(name, DEFAULT_METRICS[0]), "n"])
+        assert int(row[1]) == runs, f"{where}: {row[0]} reads {row[1]} runs; committed: {runs}"
+        for label, cell in zip(header, row):
+            if label in LABELED:
+                check_cell(cell, stream, name, LABELED[label], where)
+    return len(table) - 1
+
+
+@pytest.mark.parametrize(
+    ("path", "header", "stream"),
+    [
+        (README, TEXT_HEADER, "text"),
+        (RESULTS_PAGE, TEXT_HEADER, "text"),
+        (RESULTS_PAGE, FEWREL_HEADER, "fewrel"),
+    ],
+    ids=["readme-text", "results-text", "results-fewrel"],
+)
+def test_a_strategy_table_is_the_report_of_the_committed_runs(path, header, stream):
+    (table,) = markdown_tables(path, header)
+    every = set(summary(stream).index.get_level_values("strategy"))
+    assert check_by_row(table, stream, path.name) == len(every), (
+        f"{path.name}: the {stream} table has a row for each of {sorted(every)}"
+    )
+
+
+def test_the_readmes_fewrel_table_is_the_report_of_the_committed_runs():
+    (table,) = markdown_tables(README, FEWREL_BY_COLUMN)
+    names = [strategy(n) for n in table[0][1:]]
+    for row in table[1:]:
+        for name, cell in zip(names, row[1:]):
+            check_cell(cell, "fewrel", name, LABELED[row[0]], "README.md")
+
+
+def claim_cell(stream: str, a: str, relation: str, b: str) -> str:
+    """The claims table's cell: verdict, a − b, its interval and the pairs (report's words)."""
+    found = judgements(stream).get((a, relation, b))
+    if found is None:
+        return "(not claimed)"
+    if found.verdict == "not run":
+        return "not run"
+    d = found.comparison.difference
+    interval = [] if math.isnan(d.low) else [d.low, d.high]
+    shown = " ".join(f"{v:.1f}" for v in (d.mean, *interval))
+    return f"{found.verdict} {shown} n={d.n}"
+
+
+def shown_claim(cell: str) -> str:
+    """A claims-table cell in `claim_cell`'s words."""
+    if cell in ("(not claimed)", "not run"):
+        return cell
+    verdict = re.match(r"\**([a-z ]+?)\**\s+[−+-]?\d", cell)
+    assert verdict, f"a claims cell reads {cell!r}"
+    *values, n = numbers(cell)
+    return f"{verdict.group(1)} {' '.join(values)} n={int(float(n))}"
+
+
+@pytest.mark.parametrize("path", [README, RESULTS_PAGE], ids=["readme", "results"])
+def test_the_claims_table_is_the_judgement_of_the_committed_runs(path):
+    (table,) = markdown_tables(path, CLAIMS_HEADER)
+    streams = ("text", "fewrel")
+    listed = set()
+    for row in table[1:]:
+        a, relation, b = row[0].split(" ")
+        a, b = strategy(a), strategy(b)
+        listed.add((a, relation, b))
+        for stream, cell in zip(streams, row[1:]):
+            assert shown_claim(cell) == claim_cell(stream, a, relation, b), (
+                f"{path.name}: {row[0]} on {stream} reads {cell!r}; "
+                f"`lifelong report results/real_budget/{stream} --claims {stream}` gives "
+                f"{claim_cell(stream, a, relation, b)!r}"
+            )
+    every = {(c.a, c.relation, c.b) for s in streams for c in claims(s)}
+    assert listed == every, f"{path.name}: claims missing {every - listed}"
+
+
+def test_the_cell_reader_reads_what_the_tables_show():
+    assert numbers("**47.4** [41.7, 53.1]") == ["47.4", "41.7", "53.1"]
+    assert numbers("−60.0 [−64.4, −55.6]") == ["-60.0", "-64.4", "-55.6"]
+    assert numbers("+4.8 [−3.4, +13.0]") == ["4.8", "-3.4", "13.0"]
+    assert numbers("(joint)") == numbers("–") == []
+    assert shown_claim("**holds** +9.8 [+3.6, +16.1], n = 4") == "holds 9.8 3.6 16.1 n=4"
+    assert (
+        shown_claim("not resolved −6.6 [−14.0, +0.7], n = 4") == "not resolved -6.6 -14.0 0.7 n=4"
+    )
