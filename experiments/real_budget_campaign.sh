@@ -60,8 +60,9 @@ text --strategies oml-er,agem,mtl --orders i,ii,iii,iv --seeds 0
 text --strategies anml-er,ewc,mbpa,mbpa++-rand,maml-er --orders i,ii,iii,iv --seeds 0
 # Seed 1 for the strategies the acceptance table carries at two seeds per order.
 text --strategies seq,seq-star,replay,mbpa++,oml-er,mtl --orders i,ii,iii,iv --seeds 1
-# Meta-MbPA at seed 0 before the remaining rows: its six claimed orderings need it (2-3 hours a
-# run at one thread beside a second copy: its meta step runs over 32 neighbours per example).
+# Meta-MbPA at seed 0 before the remaining rows: its six claimed orderings need it (112-115
+# minutes a run at one thread beside a second copy, orders i and ii on 2026-11-28: its meta step
+# runs over 32 neighbours per example; real_budget.yaml checkpoints it every 25 updates).
 text --strategies meta-mbpa --orders i,ii,iii,iv --seeds 0
 ava --strategies avalanche:naive,avalanche:replay,avalanche:ewc --orders i,ii,iii,iv --seeds 0
 # The replay-rate ablation on the other three orders, for intervals over all four.
