@@ -77,7 +77,7 @@ def test_the_campaign_runs_the_acceptance_grid_of_both_streams(calls, tmp_path):
 
 
 def test_meta_mbpa_seed_0_follows_the_seed_1_runs_and_the_longest_runs_come_last(calls):
-    """Meta-MbPA's seed 0 (2-3 hours a run) comes right after the shorter seed-1 runs, as the six
+    """Meta-MbPA's seed 0 (about 2 hours a run) follows the shorter seed-1 runs, as the six
     orderings the papers claim for it need it; its seed 1 and the wider scope come last, so that
     sittings of a few hours each finish the shorter runs instead of restarting long ones."""
     flat = [" ".join(c) for c in calls]
