@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--checkpoint-every",
         type=int,
-        help="also checkpoint every N training mini-batches (default: only at task ends)",
+        help="also checkpoint every N training mini-batches (default: only at task ends); "
+        "with --resume: from here on, recorded in the run's config.yaml",
     )
     run.add_argument(
         "--resume",
@@ -354,7 +355,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from lifelong.experiment.runs import format_report, resume, run
 
     if args.resume:
-        movable = ("device", "precision", "compile")  # a checkpoint resumes anywhere
+        # a checkpoint resumes anywhere, and its interval may change
+        movable = ("device", "precision", "compile", "checkpoint_every")
         given = [
             f"--{f.replace('_', '-')}"
             for f in RUN_FLAGS
@@ -370,6 +372,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             device=args.device,
             precision=args.precision,
             compile=args.compile,
+            checkpoint_every=args.checkpoint_every,
         )
     else:
         config = config_from_args(args)

@@ -221,11 +221,16 @@ def resume(
     device: str | None = None,
     precision: str | None = None,
     compile: bool | None = None,
+    checkpoint_every: int | None = None,
+    keep_checkpoint: bool | None = None,
 ) -> RunOutcome:
     """Continue a run from its directory: from its checkpoint, or from the start if none.
 
     A run that already finished (results written, no checkpoint left) is not run again: its
     results are read back and its index row is marked finished if a kill left it running.
+    A changed checkpoint interval or ``keep_checkpoint`` (bookkeeping, `RESUME_BOOKKEEPING`)
+    is written into the run's ``config.yaml``, so that later resumes keep it; device,
+    precision and compile apply to this continuation only.
 
     Args:
         run_dir: A directory `run` created (it holds ``config.yaml``).
@@ -235,9 +240,12 @@ def resume(
             device-neutral: a run checkpointed on CUDA resumes on the CPU and back).
         precision: Continue in this precision instead of the config's.
         compile: Continue with (or without) the compiled encoder.
+        checkpoint_every: Checkpoint every N mini-batches from here on (0: task ends only),
+            e.g. for a run that turned out to take hours.
+        keep_checkpoint: Keep (or not) ``checkpoint.pt`` once the run has finished.
 
     Raises:
-        ConfigError: ``run_dir`` holds no run config.
+        ConfigError: ``run_dir`` holds no run config, or a value is not allowed.
         CheckpointError: The checkpoint is unreadable.
         RunLockedError: Another live process is still writing ``run_dir`` (e.g. the run
             being resumed is paused, not dead).
@@ -246,23 +254,23 @@ def resume(
     run_dir = Path(run_dir)
     if not (run_dir / "config.yaml").is_file():
         raise ConfigError(f"{run_dir}: not a run directory (no config.yaml)")
-    with hold(run_dir):
-        return _resume_held(run_dir, stream, progress, device, precision, compile)
-
-
-def _resume_held(
-    run_dir: Path,
-    stream: TaskStream | None,
-    progress: bool | None,
-    device: str | None,
-    precision: str | None,
-    compile: bool | None,
-) -> RunOutcome:
-    config = load_run_config(run_dir / "config.yaml")
     changes = {"progress": progress, "device": device, "precision": precision, "compile": compile}
-    changes = {key: value for key, value in changes.items() if value is not None}
-    if changes:
-        config = config.replace("resume", **changes)
+    changes |= {"checkpoint_every": checkpoint_every, "keep_checkpoint": keep_checkpoint}
+    with hold(run_dir):
+        return _resume_held(run_dir, stream, {k: v for k, v in changes.items() if v is not None})
+
+
+RESUME_BOOKKEEPING = ("checkpoint_every", "keep_checkpoint")
+"""Run-config keys a resume may change and records in the run's ``config.yaml``.
+
+Both are bookkeeping (in `lifelong.experiment.rundir.SAME_RUN_KEYS`): they change when a run
+checkpoints, never what it computes, so the run stays the configuration it was.
+"""
+
+
+def _resume_held(run_dir: Path, stream: TaskStream | None, changes: dict[str, Any]) -> RunOutcome:
+    stored = load_run_config(run_dir / "config.yaml")
+    config = stored.replace("resume", **changes) if changes else stored
     options = preflight(config)
     remove_stale_temporaries(run_dir)
     has_checkpoint = (run_dir / CHECKPOINT_NAME).is_file()
@@ -273,8 +281,20 @@ def _resume_held(
             index.start(run_dir, config.to_dict())
             index.finish(run_dir, outcome.metrics)
         return outcome
+    _record_bookkeeping(run_dir, stored, config)
     checkpoint = load_checkpoint(run_dir) if has_checkpoint else None
     return _execute(_Job(config, run_dir, stream, options, checkpoint))
+
+
+def _record_bookkeeping(run_dir: Path, stored: RunConfig, config: RunConfig) -> None:
+    """Write ``config``'s `RESUME_BOOKKEEPING` into the run's ``config.yaml`` if they changed."""
+    if all(getattr(config, k) == getattr(stored, k) for k in RESUME_BOOKKEEPING):
+        return
+    recorded = stored.replace("resume", **{k: getattr(config, k) for k in RESUME_BOOKKEEPING})
+    text = yaml.safe_dump(recorded.to_sections(), sort_keys=False)
+    atomic_write_text(run_dir / "config.yaml", text)
+    what = ", ".join(f"{k}={getattr(config, k)}" for k in RESUME_BOOKKEEPING)
+    log.info("resumed with %s (recorded in its config.yaml)", what)
 
 
 @dataclass

@@ -18,9 +18,12 @@ A sweep file is YAML with these keys (an unknown key is an error naming it):
 
 Every grid point has a fixed run directory, ``<output_dir>/<name>/<strategy>_<order>_s<seed>``,
 so running the same sweep again skips the points whose results are there, resumes the points
-that left a checkpoint, and starts the others. A point's directory is held by the process
-running it (`lifelong.experiment.lock`): a second sweep started on the same grid meanwhile
-reports that point ``busy`` and goes on with the others, so no point is run twice at once.
+that left a checkpoint (with the sweep file's checkpoint interval and ``keep_checkpoint``,
+which may have changed since: `lifelong.experiment.runs.RESUME_BOOKKEEPING`; every other key
+comes from the point's stored ``config.yaml``), and starts the others. A point's directory
+is held by the process running it (`lifelong.experiment.lock`): a second sweep started on the
+same grid meanwhile reports that point ``busy`` and goes on with the others, so no point is run
+twice at once.
 All runs of a sweep share one run index, ``<output_dir>/<name>/index.sqlite`` unless
 ``run.run_index`` names another.
 """
@@ -300,7 +303,7 @@ def run_point(config: Mapping[str, Any], run_dir: str, threads: int = 0) -> Poin
     """
     import torch
 
-    from lifelong.experiment.runs import resume, run
+    from lifelong.experiment.runs import RESUME_BOOKKEEPING, resume, run
 
     if threads:
         torch.set_num_threads(threads)
@@ -312,7 +315,8 @@ def run_point(config: Mapping[str, Any], run_dir: str, threads: int = 0) -> Poin
             if _finished(path):  # it finished while we waited to look
                 return PointResult(path, "skipped")
             if (path / "config.yaml").is_file() and (path / CHECKPOINT_NAME).is_file():
-                outcome = resume(path)
+                # the sweep file's bookkeeping (a checkpoint interval set since) reaches it too
+                outcome = resume(path, **{k: config[k] for k in RESUME_BOOKKEEPING if k in config})
             else:
                 outcome = run(from_dict(config, where=str(path)), run_dir=path)
     except RunLockedError as err:

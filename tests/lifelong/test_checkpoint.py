@@ -17,7 +17,7 @@ from lifelong.experiment.checkpoint import (
     load_checkpoint,
 )
 from lifelong.experiment.cli import main
-from lifelong.experiment.config import DEMO_CONFIG, load_yaml
+from lifelong.experiment.config import DEMO_CONFIG, load_run_config, load_yaml
 from lifelong.experiment.index import RunIndex
 from lifelong.experiment.runs import build_run, is_finished, resume, run
 from lifelong.learner import run_stream
@@ -96,6 +96,40 @@ def test_resume_after_a_crash_mid_task_equals_the_uninterrupted_run(
     assert not (crashed / CHECKPOINT_NAME).exists()  # removed once finished
     rows = RunIndex(tmp_path / "index.sqlite").rows()
     assert [r["status"] for r in rows] == ["finished", "finished"]
+
+
+def test_resume_with_a_new_checkpoint_interval_records_and_uses_it(tmp_path, monkeypatch):
+    config = small_config(tmp_path, "replay")  # checkpoints at task ends only
+    reference = run(config, run_dir=tmp_path / "reference")
+    crash_at(monkeypatch, 10)  # task 2's 4th batch: the last checkpoint is task 1's end
+    with pytest.raises(Crash):
+        run(config, run_dir=tmp_path / "crashed")
+    crashed = tmp_path / "crashed"
+    position = load_checkpoint(crashed).position
+    assert (position.task, position.step) == (1, 0)
+    crash_at(monkeypatch, 3)  # the resumed run's 3rd batch (task 2's 3rd)
+    with pytest.raises(Crash):
+        resume(crashed, checkpoint_every=2)
+    monkeypatch.undo()
+    position = load_checkpoint(crashed).position  # taken after task 2's 2nd batch: every 2
+    assert (position.task, position.step) == (1, 2)
+    stored = load_run_config(crashed / "config.yaml")
+    assert stored.checkpoint_every == 2  # later resumes keep it
+    assert stored.replace(checkpoint_every=0) == config.replace(run_index=stored.run_index)
+    outcome = resume(crashed)
+    np.testing.assert_array_equal(outcome.result.accuracy, reference.result.accuracy)
+
+
+def test_run_resume_takes_a_checkpoint_interval(tmp_path, monkeypatch):
+    config = small_config(tmp_path, "seq")
+    crash_at(monkeypatch, 10)
+    with pytest.raises(Crash):
+        run(config, run_dir=tmp_path / "crashed")
+    monkeypatch.undo()
+    argv = ["run", "--resume", str(tmp_path / "crashed"), "--checkpoint-every", "3"]
+    assert main([*argv, "--no-progress"]) == 0
+    assert load_run_config(tmp_path / "crashed" / "config.yaml").checkpoint_every == 3
+    assert is_finished(tmp_path / "crashed")
 
 
 @pytest.mark.parametrize("strategy", ["seq", "mbpa++"])

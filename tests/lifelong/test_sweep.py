@@ -10,28 +10,33 @@ import pytest
 import yaml
 
 from lifelong import registry
+from lifelong.experiment.checkpoint import load_checkpoint
 from lifelong.experiment.cli import main
-from lifelong.experiment.config import ConfigError
+from lifelong.experiment.config import ConfigError, load_run_config
 from lifelong.experiment.index import RunIndex
 from lifelong.experiment.sweep import load_sweep, run_sweep, sweep_from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+def tiny_run(tmp_path, checkpoint_every=1):
+    return {
+        "encoder": "tiny",
+        "tasks": None,
+        "train_size": 8,
+        "test_size": 4,
+        "batch_size": 4,
+        "max_length": 32,
+        "output_dir": str(tmp_path),
+        "checkpoint_every": checkpoint_every,
+        "strategy_options": {"replay": {"replay_every": 4, "replay_ratio": 0.5}},
+    }
+
+
 def tiny_sweep(tmp_path, **changes):
     values = {
         "name": "tiny",
-        "run": {
-            "encoder": "tiny",
-            "tasks": None,
-            "train_size": 8,
-            "test_size": 4,
-            "batch_size": 4,
-            "max_length": 32,
-            "output_dir": str(tmp_path),
-            "checkpoint_every": 1,
-            "strategy_options": {"replay": {"replay_every": 4, "replay_ratio": 0.5}},
-        },
+        "run": tiny_run(tmp_path),
         "strategies": ["seq", "replay"],
         "orders": ["i"],
         "seeds": [0],
@@ -93,8 +98,8 @@ def test_bad_sweeps_are_errors_naming_the_key(tmp_path, changes, message):
         tiny_sweep(tmp_path, **changes)
 
 
-def test_sweep_skips_finished_runs_and_resumes_interrupted_ones(tmp_path, monkeypatch):
-    sweep = tiny_sweep(tmp_path)
+def crash_replay_at(monkeypatch, call):
+    """Make the next built replay strategy raise KeyboardInterrupt on its ``call``-th observe."""
     build, calls = registry.build, [0]
 
     def build_crashing_replay(name, *args, **kwargs):
@@ -104,14 +109,19 @@ def test_sweep_skips_finished_runs_and_resumes_interrupted_ones(tmp_path, monkey
 
             def observe_or_crash(batch):
                 calls[0] += 1
-                if calls[0] == 5:
-                    raise KeyboardInterrupt  # an interrupted sweep
+                if calls[0] == call:
+                    raise KeyboardInterrupt
                 return observe(batch)
 
             strategy.observe = observe_or_crash
         return strategy
 
     monkeypatch.setattr(registry, "build", build_crashing_replay)
+
+
+def test_sweep_skips_finished_runs_and_resumes_interrupted_ones(tmp_path, monkeypatch):
+    sweep = tiny_sweep(tmp_path)
+    crash_replay_at(monkeypatch, 5)  # an interrupted sweep
     with pytest.raises(KeyboardInterrupt):
         run_sweep(sweep)
     monkeypatch.undo()
@@ -129,6 +139,26 @@ def test_sweep_skips_finished_runs_and_resumes_interrupted_ones(tmp_path, monkey
     run_sweep(fresh)
     for name, frame in matrices(tmp_path / "fresh" / "tiny").items():
         pd.testing.assert_frame_equal(frame, resumed[name])
+
+
+def test_a_resumed_point_takes_the_sweep_files_checkpoint_interval(tmp_path, monkeypatch):
+    crash_replay_at(monkeypatch, 5)  # 2 batches a task: task 3's first batch
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(tiny_sweep(tmp_path, strategies=["replay"], run=tiny_run(tmp_path, 0)))
+    point = tmp_path / "tiny" / "replay_i_s0"
+    assert load_checkpoint(point).position.step == 0  # task ends only
+    sweep = tiny_sweep(tmp_path, strategies=["replay"], run=tiny_run(tmp_path, 1))
+    crash_replay_at(monkeypatch, 2)  # the resumed run's 2nd batch: task 3's second
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(sweep)
+    monkeypatch.undo()
+    position = load_checkpoint(point).position  # taken after task 3's first batch
+    assert (position.task, position.step) == (2, 1)
+    assert load_run_config(point / "config.yaml").checkpoint_every == 1
+    assert [r.status for r in run_sweep(sweep)] == ["finished"]
+    run_sweep(tiny_sweep(tmp_path / "fresh", strategies=["replay"]))
+    fresh = matrices(tmp_path / "fresh" / "tiny")["replay_i_s0"]
+    pd.testing.assert_frame_equal(matrices(tmp_path / "tiny")["replay_i_s0"], fresh)
 
 
 def test_a_failing_point_does_not_stop_the_sweep(tmp_path, capsys):
