@@ -39,6 +39,7 @@ DISPLAY = {
     "OML-ER": "oml-er",
     "ANML-ER": "anml-er",
     "MAML-ER": "maml-er",
+    "Avalanche Naive": "avalanche:naive",
     "MTL": "mtl",
     "MTL (upper bound)": "mtl",
 }
