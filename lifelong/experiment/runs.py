@@ -281,20 +281,25 @@ def _resume_held(run_dir: Path, stream: TaskStream | None, changes: dict[str, An
             index.start(run_dir, config.to_dict())
             index.finish(run_dir, outcome.metrics)
         return outcome
-    _record_bookkeeping(run_dir, stored, config)
+    notes = _record_bookkeeping(run_dir, stored, config)
     checkpoint = load_checkpoint(run_dir) if has_checkpoint else None
-    return _execute(_Job(config, run_dir, stream, options, checkpoint))
+    return _execute(_Job(config, run_dir, stream, options, checkpoint, notes))
 
 
-def _record_bookkeeping(run_dir: Path, stored: RunConfig, config: RunConfig) -> None:
-    """Write ``config``'s `RESUME_BOOKKEEPING` into the run's ``config.yaml`` if they changed."""
+def _record_bookkeeping(run_dir: Path, stored: RunConfig, config: RunConfig) -> tuple[str, ...]:
+    """Write ``config``'s `RESUME_BOOKKEEPING` into the run's ``config.yaml`` if they changed.
+
+    Returns:
+        The line to log once the run's ``log.txt`` is attached (none if nothing changed).
+
+    """
     if all(getattr(config, k) == getattr(stored, k) for k in RESUME_BOOKKEEPING):
-        return
+        return ()
     recorded = stored.replace("resume", **{k: getattr(config, k) for k in RESUME_BOOKKEEPING})
     text = yaml.safe_dump(recorded.to_sections(), sort_keys=False)
     atomic_write_text(run_dir / "config.yaml", text)
     what = ", ".join(f"{k}={getattr(config, k)}" for k in RESUME_BOOKKEEPING)
-    log.info("resumed with %s (recorded in its config.yaml)", what)
+    return (f"resumed with {what} (recorded in its config.yaml)",)
 
 
 @dataclass
@@ -306,12 +311,15 @@ class _Job:
     stream: TaskStream | None  # prebuilt, or None to build from the config
     options: Any  # the strategy's parsed options
     checkpoint: Checkpoint | None  # where to resume from, if anywhere
+    notes: tuple[str, ...] = ()  # lines for the run's log.txt, logged once it is attached
 
 
 def _execute(job: _Job) -> RunOutcome:
     config, run_dir = job.config, job.run_dir
     index = _open_index(config)
     handler = _attach_log(run_dir / "log.txt")
+    for note in job.notes:
+        log.info("%s", note)
     index.start(run_dir, config.to_dict())
     try:
         outcome = _train(job)

@@ -116,6 +116,8 @@ def test_resume_with_a_new_checkpoint_interval_records_and_uses_it(tmp_path, mon
     stored = load_run_config(crashed / "config.yaml")
     assert stored.checkpoint_every == 2  # later resumes keep it
     assert stored.replace(checkpoint_every=0) == config.replace(run_index=stored.run_index)
+    log_text = (crashed / "log.txt").read_text(encoding="utf-8")
+    assert "resumed with checkpoint_every=2, keep_checkpoint=False" in log_text  # the run's own log
     outcome = resume(crashed)
     np.testing.assert_array_equal(outcome.result.accuracy, reference.result.accuracy)
 
