@@ -70,6 +70,9 @@ class StreamPosition:
         seconds: Wall-clock seconds the run had spent training and evaluating when this
             position was saved, over every process that worked on it (a resumed run's
             ``metrics.json`` ``seconds`` adds its own to it).
+        cpu_seconds: The same in CPU seconds of the run's processes (all their threads,
+            `time.process_time`); None when an earlier process did not count them (a
+            checkpoint written before they were counted).
 
     """
 
@@ -80,6 +83,7 @@ class StreamPosition:
     metric: str = "accuracy"
     secondary: dict[str, list[np.ndarray]] = field(default_factory=dict)
     seconds: float = 0.0
+    cpu_seconds: float | None = 0.0
 
     def global_step(self, stream: TaskStream, batch_size: int) -> int:
         """Training mini-batches observed before this position, over the whole stream."""
@@ -101,6 +105,7 @@ class StreamPosition:
             "metric": self.metric,
             "secondary": {k: [r.tolist() for r in v] for k, v in self.secondary.items()},
             "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
         }
 
     @classmethod
@@ -118,6 +123,7 @@ class StreamPosition:
                 for k, v in dict(values.get("secondary", {})).items()
             },
             seconds=float(values.get("seconds", 0.0)),
+            cpu_seconds=None if (cpu := values.get("cpu_seconds")) is None else float(cpu),
         )
 
 

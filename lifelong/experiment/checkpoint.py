@@ -194,10 +194,19 @@ class Checkpointer:
             boundaries, after each task's evaluation, and once after the untrained evaluation).
         seconds_before: Seconds the run spent in earlier processes (a resumed checkpoint's
             ``position.seconds``); the clock of this one starts now.
+        cpu_seconds_before: The same in CPU seconds (``position.cpu_seconds``; None:
+            unknown, and so is the run's total).
 
     """
 
-    def __init__(self, run_dir: str | Path, every: int = 0, *, seconds_before: float = 0.0) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        every: int = 0,
+        *,
+        seconds_before: float = 0.0,
+        cpu_seconds_before: float | None = 0.0,
+    ) -> None:
         if every < 0:
             raise ValueError(f"checkpoint interval must be >= 0 mini-batches, got {every}")
         self.run_dir = Path(run_dir)
@@ -205,10 +214,22 @@ class Checkpointer:
         self.saved = 0
         self.seconds_before = seconds_before
         self.started = time.perf_counter()
+        self.cpu_seconds_before = cpu_seconds_before
+        self.cpu_started = time.process_time()
 
     def elapsed(self) -> float:
         """The run's seconds so far: earlier processes' (``seconds_before``) and this one's."""
         return self.seconds_before + time.perf_counter() - self.started
+
+    def cpu_elapsed(self) -> float | None:
+        """The run's CPU seconds so far (every thread of each process), or None if unknown.
+
+        Unlike `elapsed`, this does not grow while the run waits for a shared core, so it
+        compares runs that shared the machine with runs that had it alone.
+        """
+        if self.cpu_seconds_before is None:
+            return None
+        return self.cpu_seconds_before + time.process_time() - self.cpu_started
 
     def due(self, steps_done: int) -> bool:
         """Whether a mid-task checkpoint is due after ``steps_done`` mini-batches of a task."""
@@ -217,5 +238,6 @@ class Checkpointer:
     def save(self, strategy: Strategy, position: StreamPosition) -> None:
         """Write the checkpoint now (stamped with the run's seconds so far)."""
         position.seconds = self.elapsed()
+        position.cpu_seconds = self.cpu_elapsed()
         save_checkpoint(self.run_dir, strategy, position)
         self.saved += 1

@@ -455,6 +455,7 @@ def _train(job: _Job) -> RunOutcome:
             job.run_dir,
             training.checkpoint_every,
             seconds_before=0.0 if start is None else start.seconds,
+            cpu_seconds_before=0.0 if start is None else start.cpu_seconds,
         )
         result = run_stream(
             stream,
@@ -470,7 +471,13 @@ def _train(job: _Job) -> RunOutcome:
             prefetch=runtime.prefetch,
             listener=trackers,
         )
-        metrics = run_metrics(result, strategy, checkpointer.elapsed(), stream=stream)
+        metrics = run_metrics(
+            result,
+            strategy,
+            checkpointer.elapsed(),
+            stream=stream,
+            cpu_seconds=checkpointer.cpu_elapsed(),
+        )
         if training.compile:
             _log_compilation()
         metrics["runtime"] = {
@@ -521,11 +528,13 @@ def run_metrics(
     seconds: float,
     *,
     stream: TaskStream | None = None,
+    cpu_seconds: float | None = None,
 ) -> dict[str, Any]:
     """What ``metrics.json`` holds.
 
     The summary of R (null where undefined), the main metric pooled over all test sets, the
-    metric's name, other metrics' final averages, the training time, each task's size (its
+    metric's name, other metrics' final averages, the training time (wall ``seconds``, and
+    ``cpu_seconds``, null when not counted), each task's size (its
     labels, e.g. a FewRel cluster's relations, and its train and test examples), and the
     strategy's report (its ``memory_examples`` and ``write_rate`` also at the top level,
     comparable across strategies). For a joint learner (``strategy.joint_training``: MTL) the
@@ -540,6 +549,7 @@ def run_metrics(
     for name, rows in result.secondary.items():  # e.g. QA's final average exact match
         metrics[f"average_{name}"] = round(float(rows[-1].mean()), 4)
     metrics["seconds"] = round(seconds, 1)
+    metrics["cpu_seconds"] = None if cpu_seconds is None else round(cpu_seconds, 1)
     if stream is not None:
         metrics["tasks"] = [
             {"name": t.name, "labels": len(t.labels), "train": len(t.train), "test": len(t.test)}

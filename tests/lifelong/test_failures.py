@@ -17,7 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-from lifelong.experiment.checkpoint import CHECKPOINT_NAME, load_checkpoint, save_checkpoint
+from lifelong.experiment.checkpoint import (
+    CHECKPOINT_NAME,
+    Checkpointer,
+    load_checkpoint,
+    save_checkpoint,
+)
 from lifelong.experiment.cli import EXIT_BUSY, EXIT_DIVERGED, EXIT_INTERRUPTED, main
 from lifelong.experiment.index import RunIndex
 from lifelong.experiment.lock import LOCK_NAME, RunLockedError, hold, holder
@@ -233,6 +238,48 @@ def _slowed(evaluate):
         return evaluate(*args, **kwargs)
 
     return slowed
+
+
+def test_a_resumed_run_counts_every_segments_cpu_seconds(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    from test_checkpoint import Crash, crash_at, small_config
+
+    from lifelong import learner
+    from lifelong.experiment.runs import resume, run
+
+    config = small_config(tmp_path, "seq", checkpoint_every=2)
+    crash_at(monkeypatch, 10)
+    # each evaluation burns 0.5 CPU seconds more, so the crashed segment burns 1 s at least
+    monkeypatch.setattr(learner, "_all_metrics", _busy(learner._all_metrics))
+    with pytest.raises(Crash):
+        run(config, run_dir=tmp_path / "crashed")
+    before = load_checkpoint(tmp_path / "crashed").position.cpu_seconds
+    assert before is not None and before >= 1.0
+    monkeypatch.undo()
+    outcome = resume(tmp_path / "crashed")
+    assert outcome.metrics["cpu_seconds"] >= before  # the crashed segment's CPU seconds count
+    metrics = json.loads((tmp_path / "crashed" / "metrics.json").read_text())
+    assert metrics["cpu_seconds"] == outcome.metrics["cpu_seconds"]
+
+
+def test_cpu_seconds_are_unknown_after_a_checkpoint_that_did_not_count_them(tmp_path):
+    stored = StreamPosition(task=1, seconds=30.0).to_dict()
+    del stored["cpu_seconds"]  # a checkpoint written before CPU seconds were counted
+    position = StreamPosition.from_dict(stored)
+    assert position.seconds == 30.0 and position.cpu_seconds is None
+    checkpointer = Checkpointer(tmp_path, seconds_before=30.0, cpu_seconds_before=None)
+    assert checkpointer.elapsed() >= 30.0
+    assert checkpointer.cpu_elapsed() is None  # not a part-count passed off as the run's
+
+
+def _busy(evaluate):
+    def busy(*args, **kwargs):
+        until = time.process_time() + 0.5
+        while time.process_time() < until:
+            pass
+        return evaluate(*args, **kwargs)
+
+    return busy
 
 
 def test_a_data_error_is_one_line_on_the_console_and_a_traceback_in_the_log(tmp_path, capfd):

@@ -99,9 +99,10 @@ def test_report_command_compares_and_the_report_holds_the_intervals(runs, tmp_pa
     assert command(parser.parse_args([root, "--out", str(tmp_path / "r"), "--no-plots"])) == 0
     report = (tmp_path / "r" / "report.md").read_text()
     assert "## text: over all runs" in report and "| replay | 5 |" in report
-    assert "| forgetting | memory (examples) | minutes per run |" in report  # what runs cost
+    header = "| forgetting | memory (examples) | minutes per run | CPU minutes per run |"
+    assert header in report  # what runs cost
     replay = next(line for line in report.splitlines() if line.startswith("| replay | 5 |"))
-    assert replay.endswith("| 0.0 [0.0, 0.0] |")  # 1.5 s each, as made
+    assert replay.endswith("| 0.0 [0.0, 0.0] | – |")  # 1.5 s each, as made; CPU not counted
     assert "| text | average accuracy | replay | seq | +10.1 | [" in report
     with pytest.raises(ReportError, match="expected two strategies"):
         command(parser.parse_args([root, "--compare", "replay"]))

@@ -1,5 +1,6 @@
 import argparse
 import io
+import json
 import logging
 import math
 
@@ -112,6 +113,19 @@ def test_one_seed_has_nan_std_and_missing_order_is_empty(tmp_path):
     assert "| ewc | average accuracy | 70.0 | – | 70.0 |" in markdown
     with pytest.raises(ReportError, match="no run has metric 'nope'"):
         report_table(tmp_path, metrics=("nope",))
+
+
+def test_cpu_minutes_come_from_cpu_seconds_and_are_missing_where_not_counted(tmp_path):
+    make_run(tmp_path / "a", "seq", "i", 0, 50.0)
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    metrics["cpu_seconds"] = 90.0
+    (tmp_path / "a" / "metrics.json").write_text(json.dumps(metrics))
+    make_run(tmp_path / "b", "seq", "i", 1, 60.0)  # written before CPU seconds were counted
+    table = report_table(tmp_path, metrics=("minutes", "cpu_minutes"))
+    assert table.loc[("text", "seq", "minutes"), ("i", "n")] == 2
+    cpu = table.loc[("text", "seq", "cpu_minutes")]
+    assert cpu[("i", "mean")] == 1.5 and cpu[("i", "n")] == 1
+    assert "|  | CPU minutes per run | 1.5 | 1.5 |" in to_markdown(table)
 
 
 def test_custom_task_order_label(tmp_path):

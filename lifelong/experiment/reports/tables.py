@@ -30,9 +30,11 @@ log = logging.getLogger(__name__)
 DEFAULT_METRICS = ("pooled_accuracy", "average_accuracy", "bwt", "fwt", "forgetting")
 """The metrics `report_table` reports unless told otherwise (keys of ``metrics.json``)."""
 
-COST_METRICS = ("memory_examples", "minutes")
-"""What a run cost, beside its metrics in the summary: examples in memory at the end and wall
-minutes (``minutes`` is ``metrics.json``'s ``seconds`` / 60, summed over resumed sittings)."""
+COST_METRICS = ("memory_examples", "minutes", "cpu_minutes")
+"""What a run cost, beside its metrics in the summary: examples in memory at the end, wall
+minutes (``minutes`` is ``metrics.json``'s ``seconds`` / 60, summed over resumed sittings) and
+CPU minutes (``cpu_seconds`` / 60, all threads, likewise summed), which do not grow while a
+run waits for a core another process holds (runs written before they were counted lack them)."""
 
 METRIC_LABELS = {
     "pooled_accuracy": "pooled accuracy",
@@ -42,6 +44,7 @@ METRIC_LABELS = {
     "forgetting": "forgetting",
     "memory_examples": "memory (examples)",
     "minutes": "minutes per run",
+    "cpu_minutes": "CPU minutes per run",
 }
 """Human labels of metric keys; any other key is printed as it is."""
 
@@ -112,9 +115,13 @@ def _group(records: Iterable[RunRecord], key: Callable[[RunRecord], _K]) -> dict
     return groups
 
 
+MINUTES = {"minutes": "seconds", "cpu_minutes": "cpu_seconds"}
+"""Minute keys a report derives from ``metrics.json``'s second counts (key -> seconds key)."""
+
+
 def _metric(record: RunRecord, key: str) -> float | None:
-    if key == "minutes" and "minutes" not in record.metrics:
-        seconds = _metric(record, "seconds")
+    if key in MINUTES and key not in record.metrics:
+        seconds = _metric(record, MINUTES[key])
         return None if seconds is None else seconds / 60
     value: Any = record.metrics
     for part in key.split("."):
@@ -126,6 +133,8 @@ def _metric(record: RunRecord, key: str) -> float | None:
 
 def _has(record: RunRecord, key: str) -> bool:
     """Whether ``metrics.json`` has the key (null included: undefined for this run)."""
+    if key in MINUTES and key not in record.metrics:
+        return _has(record, MINUTES[key])
     value: Any = record.metrics
     for part in key.split("."):
         if not isinstance(value, dict) or part not in value:
