@@ -40,6 +40,8 @@ DISPLAY = {
     "ANML-ER": "anml-er",
     "MAML-ER": "maml-er",
     "Avalanche Naive": "avalanche:naive",
+    "Avalanche Replay": "avalanche:replay",
+    "Avalanche EWC": "avalanche:ewc",
     "MTL": "mtl",
     "MTL (upper bound)": "mtl",
 }
