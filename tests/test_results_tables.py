@@ -79,14 +79,32 @@ def numbers(cell: str) -> list[str]:
     return [f"{float(n):.1f}" for n in re.findall(r"[-+]?\d+(?:\.\d+)?", plain)]
 
 
+WIDER = re.compile(r"(?P<name>.+) \((?P<scope>top\d+|all|lora)\)")
+"""A row of MbPA++ at a wider adaptation scope, e.g. ``MbPA++ (top1)``: its runs are
+``wider_scope.py``'s, collected into ``results/real_budget/text_<scope>``."""
+
+
 def strategy(name: str) -> str:
-    return DISPLAY.get(name, name)
+    wider = WIDER.fullmatch(name)
+    return strategy(wider["name"]) if wider else DISPLAY.get(name, name)
+
+
+def folder(name: str, stream: str) -> str:
+    """The folder under ``results/real_budget`` that holds a table row's runs."""
+    wider = WIDER.fullmatch(name)
+    return f"{stream}_{wider['scope']}" if wider and stream == "text" else stream
+
+
+def wider_folders() -> list[str]:
+    """The collected wider-scope folders (``text_top1``, ...): each needs a row in the tables."""
+    return sorted(p.name for p in RESULTS.glob("text_*") if WIDER.fullmatch(f"x ({p.name[5:]})"))
 
 
 @cache
-def summary(stream: str) -> pd.DataFrame:
-    """`lifelong report`'s over-all-runs summary of the committed runs of ``stream``."""
-    return summary_table(find_runs(RESULTS / stream), DEFAULT_METRICS).xs(stream, level="stream")
+def summary(where: str) -> pd.DataFrame:
+    """`lifelong report`'s over-all-runs summary of the committed runs in ``where``."""
+    stream = where.split("_")[0]  # text_top1's runs are text runs
+    return summary_table(find_runs(RESULTS / where), DEFAULT_METRICS).xs(stream, level="stream")
 
 
 @cache
@@ -118,12 +136,12 @@ def check_by_row(table: list[list[str]], stream: str, where: str) -> int:
     """A table with a row a strategy: its run count and every metric column. Returns the rows."""
     header = table[0]
     for row in table[1:]:
-        name = strategy(row[0])
-        runs = int(summary(stream).loc[(name, DEFAULT_METRICS[0]), "n"])
+        name, runs_in = strategy(row[0]), folder(row[0], stream)
+        runs = int(summary(runs_in).loc[(name, DEFAULT_METRICS[0]), "n"])
         assert int(row[1]) == runs, f"{where}: {row[0]} reads {row[1]} runs; committed: {runs}"
         for label, cell in zip(header, row):
             if label in LABELED:
-                check_cell(cell, stream, name, LABELED[label], where)
+                check_cell(cell, runs_in, name, LABELED[label], where)
     return len(table) - 1
 
 
@@ -138,9 +156,11 @@ def check_by_row(table: list[list[str]], stream: str, where: str) -> int:
 )
 def test_a_strategy_table_is_the_report_of_the_committed_runs(path, header, stream):
     (table,) = markdown_tables(path, header)
-    every = set(summary(stream).index.get_level_values("strategy"))
+    every = sorted(set(summary(stream).index.get_level_values("strategy")))
+    if stream == "text":  # and a row for MbPA++ at each collected wider scope
+        every += [f"mbpa++ ({name.removeprefix('text_')})" for name in wider_folders()]
     assert check_by_row(table, stream, path.name) == len(every), (
-        f"{path.name}: the {stream} table has a row for each of {sorted(every)}"
+        f"{path.name}: the {stream} table has a row for each of {every}"
     )
 
 
@@ -203,3 +223,27 @@ def test_the_cell_reader_reads_what_the_tables_show():
     assert (
         shown_claim("not resolved −6.6 [−14.0, +0.7], n = 4") == "not resolved -6.6 -14.0 0.7 n=4"
     )
+
+
+@pytest.fixture
+def wider_scope(monkeypatch):
+    """``experiments/text_classification/wider_scope.py`` as a module."""
+    monkeypatch.syspath_prepend(str(ROOT / "experiments" / "text_classification"))
+    import wider_scope
+
+    return wider_scope
+
+
+def test_the_wider_scope_table_is_the_scripts_report_of_the_committed_runs(wider_scope):
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    for name in wider_folders():
+        scope = name.removeprefix("text_")
+        grid = {run.name for run in (RESULTS / name).iterdir() if run.is_dir()}
+        want = wider_scope.table(RESULTS / "text", RESULTS / name, scope, grid)
+        rows, paired = want.split("\n\n", 1)
+        for line in rows.splitlines()[2:]:  # the scope rows, over the same orders x seeds
+            assert line in page, (
+                f"{RESULTS_PAGE.name}: no row {line!r}; `python experiments/text_classification/"
+                f"wider_scope.py --collected results/real_budget --scope {scope} --orders ...`"
+            )
+        assert paired.strip() in page, f"{RESULTS_PAGE.name}: no {paired.strip()!r}"
