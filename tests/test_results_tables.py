@@ -79,7 +79,10 @@ def numbers(cell: str) -> list[str]:
     return [f"{float(n):.1f}" for n in re.findall(r"[-+]?\d+(?:\.\d+)?", plain)]
 
 
-WIDER = re.compile(r"(?P<name>.+) \((?P<scope>top\d+|all|lora)\)")
+SCOPE = r"top\d+|all|lora"
+"""The wider adaptation scopes' option strings (`lifelong.scopes.Scope`, ``head`` aside)."""
+
+WIDER = re.compile(rf"(?P<name>.+) \((?P<scope>{SCOPE})\)")
 """A row of MbPA++ at a wider adaptation scope, e.g. ``MbPA++ (top1)``: its runs are
 ``wider_scope.py``'s, collected into ``results/real_budget/text_<scope>``."""
 
@@ -97,7 +100,9 @@ def folder(name: str, stream: str) -> str:
 
 def wider_folders() -> list[str]:
     """The collected wider-scope folders (``text_top1``, ...): each needs a row in the tables."""
-    return sorted(p.name for p in RESULTS.glob("text_*") if WIDER.fullmatch(f"x ({p.name[5:]})"))
+    return sorted(
+        p.name for p in RESULTS.glob("text_*") if re.fullmatch(SCOPE, p.name.removeprefix("text_"))
+    )
 
 
 @cache
