@@ -20,6 +20,7 @@ from lifelong.experiment.reports.claims import Judgement, claims, judge
 from lifelong.experiment.reports.stats import summary_table
 from lifelong.experiment.reports.tables import DEFAULT_METRICS, METRIC_LABELS
 from lifelong.experiment.rundir import find_runs
+from lifelong.scopes import check_scope
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "real_budget"
@@ -79,30 +80,40 @@ def numbers(cell: str) -> list[str]:
     return [f"{float(n):.1f}" for n in re.findall(r"[-+]?\d+(?:\.\d+)?", plain)]
 
 
-SCOPE = r"top\d+|all|lora"
-"""The wider adaptation scopes' option strings (`lifelong.scopes.Scope`, ``head`` aside)."""
+MINILM_LAYERS = 6
+"""The budget's encoder's stage-wise layers: the ``N`` of ``top<N>`` a run can name."""
 
-WIDER = re.compile(rf"(?P<name>.+) \((?P<scope>{SCOPE})\)")
-"""A row of MbPA++ at a wider adaptation scope, e.g. ``MbPA++ (top1)``: its runs are
-``wider_scope.py``'s, collected into ``results/real_budget/text_<scope>``."""
+
+def is_wider(scope: str) -> bool:
+    """Whether ``scope`` is wider than ``head``, by `lifelong.scopes`' own check."""
+    try:
+        check_scope(scope, MINILM_LAYERS)
+    except ValueError:
+        return False
+    return scope != "head"
+
+
+def wider_row(name: str) -> re.Match | None:
+    """A row of MbPA++ at a wider adaptation scope, e.g. ``MbPA++ (top1)``: its runs are
+    ``wider_scope.py``'s, collected into ``results/real_budget/text_<scope>``."""
+    row = re.fullmatch(r"(?P<name>.+) \((?P<scope>[^()]+)\)", name)
+    return row if row and is_wider(row["scope"]) else None
 
 
 def strategy(name: str) -> str:
-    wider = WIDER.fullmatch(name)
+    wider = wider_row(name)
     return strategy(wider["name"]) if wider else DISPLAY.get(name, name)
 
 
 def folder(name: str, stream: str) -> str:
     """The folder under ``results/real_budget`` that holds a table row's runs."""
-    wider = WIDER.fullmatch(name)
+    wider = wider_row(name)
     return f"{stream}_{wider['scope']}" if wider and stream == "text" else stream
 
 
 def wider_folders() -> list[str]:
     """The collected wider-scope folders (``text_top1``, ...): each needs a row in the tables."""
-    return sorted(
-        p.name for p in RESULTS.glob("text_*") if re.fullmatch(SCOPE, p.name.removeprefix("text_"))
-    )
+    return sorted(p.name for p in RESULTS.glob("text_*") if is_wider(p.name.removeprefix("text_")))
 
 
 @cache
