@@ -101,6 +101,8 @@ class OrderedFields(SourceFields):
     datasets: ClassVar[Collection[str]]  # the family's dataset names
     orders: ClassVar[Mapping[str, tuple[str, ...]]]  # the family's paper orders
     family: ClassVar[str]  # prefix of its error messages (e.g. "QA ")
+    kind: ClassVar[str]  # its streams' kind (`TaskStream.kind`)
+    title: ClassVar[str]  # its streams' description, in words (e.g. "question answering")
 
     def task_names(self) -> tuple[str, ...]:
         """The dataset names in training order (`resolve_order`).
@@ -117,6 +119,31 @@ class OrderedFields(SourceFields):
     def check(self) -> None:
         """Order and dataset names, without reading any file (`task_names`)."""
         self.task_names()
+
+    def load_stream(
+        self, load: Callable[[str], Task], source: str, label_names: Sequence[str] = ()
+    ) -> TaskStream:
+        """Each dataset, read by ``load``, in training order: the family's stream.
+
+        Args:
+            load: Reads one dataset by its name.
+            source: Where the data came from, in words (`describe_source`).
+            label_names: The merged label space (QA has none).
+
+        Returns:
+            A `TaskStream` of the family's `kind`, described as ``"<title> (<source>): a -> b"``.
+
+        Raises:
+            UnknownNameError: An unknown dataset or order, before any file is read.
+
+        """
+        names = self.task_names()
+        return TaskStream(
+            tuple(load(name) for name in names),
+            tuple(label_names),
+            kind=self.kind,
+            description=f"{self.title} ({source}): " + " -> ".join(names),
+        )
 
     @property
     def order_label(self) -> str:

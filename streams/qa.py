@@ -49,6 +49,7 @@ import json
 import logging
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict, Unpack
 
@@ -670,15 +671,9 @@ def qa_stream(
         ValueError: A size exceeds what a file holds (the message names the file).
 
     """
-    names = QASpec(order=order, tasks=tuple(tasks) if tasks else None).task_names()
-    loaded = tuple(load_qa_task(n, data_dir, **sampling) for n in names)
+    spec = QASpec(order=order, tasks=tuple(tasks) if tasks else None)
     source = describe_source(data_dir, sampling.get("data_source", "files"))
-    return TaskStream(
-        loaded,
-        (),
-        kind="qa",
-        description=f"question answering ({source}): " + " -> ".join(names),
-    )
+    return spec.load_stream(partial(load_qa_task, data_dir=data_dir, **sampling), source)
 
 
 @dataclass(frozen=True)
@@ -695,6 +690,7 @@ class QASpec(OrderedFields):
     datasets: ClassVar[Collection[str]] = QA_DATASETS
     orders: ClassVar[Mapping[str, tuple[str, ...]]] = QA_ORDERS
     family: ClassVar[str] = "QA "
+    title: ClassVar[str] = "question answering"
 
     def build(self, seed: int = 0, embed: Embedder | None = None) -> TaskStream:
         """The stream (``embed`` is unused)."""

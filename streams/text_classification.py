@@ -19,6 +19,7 @@ import logging
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypedDict, Unpack
 
@@ -525,14 +526,10 @@ def text_classification_stream(
         A `TaskStream` over the merged 33-class label space.
 
     """
-    names = TextSpec(order=order, tasks=tuple(tasks) if tasks else None).task_names()
-    loaded = tuple(load_dataset(n, data_dir, **sampling) for n in names)
+    spec = TextSpec(order=order, tasks=tuple(tasks) if tasks else None)
     source = describe_source(data_dir, sampling.get("data_source", "files"))
-    return TaskStream(
-        loaded,
-        merged_label_names(),
-        description=f"text classification ({source}): " + " -> ".join(names),
-    )
+    load = partial(load_dataset, data_dir=data_dir, **sampling)
+    return spec.load_stream(load, source, merged_label_names())
 
 
 @dataclass(frozen=True)
@@ -556,6 +553,7 @@ class TextSpec(OrderedFields):
     datasets: ClassVar[Collection[str]] = DATASETS
     orders: ClassVar[Mapping[str, tuple[str, ...]]] = ORDERS
     family: ClassVar[str] = ""
+    title: ClassVar[str] = "text classification"
 
     preprocess: Preprocessing = "none"
 

@@ -19,3 +19,34 @@ def test_stream_rejects_labels_outside_space_and_duplicate_names():
     ok = Task("a", (0,), (), ())
     with pytest.raises(ValueError, match="unique"):
         TaskStream((ok, ok), ("x",))
+
+
+def test_an_ordered_familys_stream_is_its_datasets_in_order_named_by_title_and_source():
+    from lifelong.streams.qa import QASpec
+    from lifelong.streams.text_classification import TextSpec
+
+    read = []
+
+    def load(name, labels=(0,)):
+        read.append(name)
+        return Task(name, labels, (Example(name, 0),), (Example(name, 0),))
+
+    stream = TextSpec(order="i").load_stream(load, "bundled sample", ("x",))
+    assert read == list(TextSpec(order="i").task_names()) == list(stream.task_names)
+    assert stream.kind == "classification" and stream.label_names == ("x",)
+    assert stream.description == "text classification (bundled sample): " + " -> ".join(read)
+
+    qa = QASpec(tasks=("quac", "squad")).load_stream(lambda n: load(n, ()), "data/qa")
+    assert qa.kind == "qa" and qa.label_names == ()
+    assert qa.description == "question answering (data/qa): quac -> squad"
+
+
+def test_an_unknown_dataset_is_refused_before_any_is_read():
+    from lifelong.streams import UnknownNameError
+    from lifelong.streams.qa import QASpec
+
+    def load(name):
+        raise AssertionError(f"read {name} before the names were checked")
+
+    with pytest.raises(UnknownNameError, match="nope"):
+        QASpec(tasks=("squad", "nope")).load_stream(load, "bundled sample")
