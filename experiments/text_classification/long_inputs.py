@@ -36,12 +36,12 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from real_budget import add_grid_arguments, budget_sweep, emit, run_all
+
 from lifelong.experiment.reports.stats import compare, summary_rows, summary_table
 from lifelong.experiment.rundir import RunRecord, find_runs
-from lifelong.experiment.sweep import Sweep, load_sweep, run_sweep
-from lifelong.files import atomic_write_text
+from lifelong.experiment.sweep import Sweep
 
-BUDGET = Path(__file__).with_name("real_budget.yaml")
 METRICS = ("average_accuracy", "bwt", "forgetting")
 
 _FROM_SCRATCH: dict[str, object] = {"segment_length": 32, "max_length": 256, "lr": 1e-3}
@@ -115,16 +115,12 @@ def table(roots: dict[str, Path], strategy: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", help="the real text data (replaces the config's)")
     parser.add_argument("--strategy", default="replay")
-    parser.add_argument("--orders", default="i")
-    parser.add_argument("--seeds", default="0")
     parser.add_argument("--train-size", type=int, help="training rows per task (budget's: 2000)")
     parser.add_argument(
         "--readers", default=",".join(DEFAULT_READERS), help=f"any of {', '.join(READERS)}"
     )
-    parser.add_argument("--output-dir", default="runs")
-    parser.add_argument("--out", help="also write the Markdown table here")
+    add_grid_arguments(parser, collected=False)
     args = parser.parse_args(argv)
     readers = [r.strip() for r in args.readers.split(",") if r.strip()]
     unknown = [r for r in readers if r not in READERS]
@@ -132,24 +128,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(f"--readers: unknown {unknown[0] if unknown else '(none)'!r}; "
                      f"known: {', '.join(READERS)}")  # fmt: skip
 
-    budget = load_sweep(BUDGET)
-    budget = dataclasses.replace(budget, base=budget.base.replace(output_dir=args.output_dir))
-    changes = {"data_dir": args.data_dir} if args.data_dir else {}
-    if args.train_size:
-        changes["train_size"] = args.train_size
-    if changes:
-        budget = budget.with_run(**changes)
-    budget = budget.with_grid(
-        [args.strategy], args.orders.split(","), [int(s) for s in args.seeds.split(",")]
-    )
+    changes = {"train_size": args.train_size} if args.train_size else {}
+    budget = budget_sweep(args, [args.strategy], **changes)
     sweeps = {reader: reading(budget, reader, args.strategy) for reader in readers}
-    for sweep in sweeps.values():
-        for result in run_sweep(sweep):
-            print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
-    text = table({reader: sweep.root for reader, sweep in sweeps.items()}, args.strategy)
-    print("\n" + text)
-    if args.out:
-        atomic_write_text(args.out, text)
+    run_all(sweeps.values())
+    emit(table({reader: sweep.root for reader, sweep in sweeps.items()}, args.strategy), args.out)
 
 
 if __name__ == "__main__":

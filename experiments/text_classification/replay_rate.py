@@ -27,12 +27,12 @@ import dataclasses
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all
+
 from lifelong.experiment.reports.stats import summary_rows, summary_table
 from lifelong.experiment.rundir import find_runs
-from lifelong.experiment.sweep import Sweep, load_sweep, run_sweep
-from lifelong.files import atomic_write_text
+from lifelong.experiment.sweep import Sweep
 
-BUDGET = Path(__file__).with_name("real_budget.yaml")
 METRICS = ("average_accuracy", "forgetting")
 
 
@@ -77,11 +77,6 @@ def table(roots: dict[float, Path], grid: Collection[str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def collected_root(dest: Path, sweep: Sweep, budget: Sweep) -> Path:
-    """Where `experiments/collect_real_budget.sh` put a rate's runs: the budget's in ``text``."""
-    return dest / ("text" if sweep is budget else sweep.name)
-
-
 def _replay_every(records: list, strategy: str) -> int:
     """The strategy's replay interval in examples, as its runs were configured."""
     config = next(r.config for r in records if r.strategy == strategy)
@@ -90,39 +85,22 @@ def _replay_every(records: list, strategy: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", help="the real text data (replaces the config's)")
     parser.add_argument("--ratios", default="0.025,0.05,0.1,0.2")
     parser.add_argument("--strategies", default="replay,mbpa++")
-    parser.add_argument("--orders", default="i")
-    parser.add_argument("--seeds", default="0")
-    parser.add_argument("--output-dir", default="runs")
-    parser.add_argument("--out", help="also write the Markdown table here")
-    parser.add_argument(
-        "--collected", help="tabulate collect_real_budget.sh's copies in this folder; run nothing"
-    )
+    add_grid_arguments(parser)
     args = parser.parse_args(argv)
 
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    budget = load_sweep(BUDGET)
-    budget = dataclasses.replace(budget, base=budget.base.replace(output_dir=args.output_dir))
-    if args.data_dir:
-        budget = budget.with_run(data_dir=args.data_dir)
-    budget = budget.with_grid(
-        strategies, args.orders.split(","), [int(s) for s in args.seeds.split(",")]
-    )
-    roots = {}
-    for ratio in (float(r) for r in args.ratios.split(",")):
-        sweep = at_ratio(budget, ratio, strategies)
-        if args.collected:
-            roots[ratio] = collected_root(Path(args.collected), sweep, budget)
-        else:
-            roots[ratio] = sweep.root
-            for result in run_sweep(sweep):
-                print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
-    text = table(roots, {p.run_dir.name for p in budget.points()})
-    print("\n" + text)
-    if args.out:
-        atomic_write_text(args.out, text)
+    budget = budget_sweep(args, strategies)
+    sweeps = {
+        ratio: at_ratio(budget, ratio, strategies) for ratio in map(float, args.ratios.split(","))
+    }
+    if args.collected:
+        roots = {ratio: collected(Path(args.collected), sweep) for ratio, sweep in sweeps.items()}
+    else:
+        run_all(sweeps.values())
+        roots = {ratio: sweep.root for ratio, sweep in sweeps.items()}
+    emit(table(roots, {p.run_dir.name for p in budget.points()}), args.out)
 
 
 if __name__ == "__main__":

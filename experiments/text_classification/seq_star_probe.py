@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
+from real_budget import BUDGET
 
 from lifelong.experiment.runs import build_model
 from lifelong.experiment.sweep import load_sweep
@@ -47,8 +48,6 @@ from lifelong.files import atomic_write_text
 from lifelong.streams import batches
 from lifelong.streams.registry import build_stream
 from lifelong.training import seed_everything
-
-BUDGET = Path(__file__).with_name("real_budget.yaml")
 
 
 class Features(NamedTuple):

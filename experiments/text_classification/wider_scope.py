@@ -25,12 +25,12 @@ import dataclasses
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all
+
 from lifelong.experiment.reports.stats import compare, summary_rows, summary_table
 from lifelong.experiment.rundir import RunRecord, find_runs
-from lifelong.experiment.sweep import Sweep, load_sweep, run_sweep
-from lifelong.files import atomic_write_text
+from lifelong.experiment.sweep import Sweep
 
-BUDGET = Path(__file__).with_name("real_budget.yaml")
 STRATEGY = "mbpa++"
 METRICS = ("average_accuracy", "bwt", "forgetting")
 
@@ -87,36 +87,20 @@ def table(head_root: Path, wide_root: Path, scope: str, grid: Collection[str] | 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", help="the real text data (replaces the config's)")
     parser.add_argument("--scope", default="top1", help="adapt_scope: top<N>, all or lora")
-    parser.add_argument("--orders", default="i")
-    parser.add_argument("--seeds", default="0")
-    parser.add_argument("--output-dir", default="runs")
-    parser.add_argument("--out", help="also write the Markdown table here")
-    parser.add_argument(
-        "--collected", help="tabulate collect_real_budget.sh's copies in this folder; run nothing"
-    )
+    add_grid_arguments(parser)
     args = parser.parse_args(argv)
 
-    budget = load_sweep(BUDGET)
-    budget = dataclasses.replace(budget, base=budget.base.replace(output_dir=args.output_dir))
-    if args.data_dir:
-        budget = budget.with_run(data_dir=args.data_dir)
-    budget = budget.with_grid(
-        [STRATEGY], args.orders.split(","), [int(s) for s in args.seeds.split(",")]
-    )
+    budget = budget_sweep(args, [STRATEGY])
     sweep = at_scope(budget, args.scope)
     grid = {p.run_dir.name for p in budget.points()}
     if args.collected:
         dest = Path(args.collected)
-        text = table(dest / "text", dest / f"text_{args.scope}", args.scope, grid)
+        text = table(collected(dest, budget), collected(dest, sweep), args.scope, grid)
     else:
-        for result in run_sweep(sweep):
-            print(f"{result.status:<9} {result.run_dir}  {result.error or ''}", flush=True)
+        run_all([sweep])
         text = table(budget.root, sweep.root, args.scope, grid)
-    print("\n" + text)
-    if args.out:
-        atomic_write_text(args.out, text)
+    emit(text, args.out)
 
 
 if __name__ == "__main__":

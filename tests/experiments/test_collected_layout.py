@@ -1,13 +1,14 @@
-"""The collected layout is named in three places; one round trip keeps them in agreement.
+"""The collected layout is named in two places; one round trip keeps them in agreement.
 
 `experiments/collect_real_budget.sh` renames the campaign's sweep folders when it copies them
 (``text_real_budget`` → ``text``, ``text_real_budget_<scope>`` → ``text_<scope>``), and
-``replay_rate.py --collected`` and ``wider_scope.py --collected`` look for the copies under
-those names. Here runs are written where the scripts' own sweeps put them, collected with the
-shell script, and read back by both scripts: a rename in any one of the three fails this test.
+``real_budget.collected`` says where ``replay_rate.py --collected`` and ``wider_scope.py
+--collected`` look for the copies. Here runs are written where the scripts' own sweeps put them,
+collected with the shell script, and read back by both scripts: a rename in either fails this
+test.
 """
 
-import dataclasses
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -17,37 +18,32 @@ import pytest
 from tests.lifelong.test_reports import make_run
 
 ROOT = Path(__file__).parents[2]
-SCRIPTS = ROOT / "experiments" / "text_classification"
 COLLECT = ROOT / "experiments" / "collect_real_budget.sh"
 
 
 @pytest.fixture
-def scripts(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    for name in ("replay_rate", "wider_scope"):
-        sys.modules.pop(name, None)
-    import replay_rate
-    import wider_scope
-
-    return replay_rate, wider_scope
+def scripts(load_script):
+    names = ("replay_rate", "wider_scope", "real_budget")
+    return tuple(load_script(f"text_classification/{name}.py") for name in names)
 
 
-def _budget(module, strategies, out):
-    """The budget sweep as ``module.main`` builds it: order i, seed 0, output under ``out``."""
-    budget = module.load_sweep(module.BUDGET).with_grid(strategies, ["i"], [0])
-    return dataclasses.replace(budget, base=budget.base.replace(output_dir=str(out)))
+def _budget(real_budget, strategies, out):
+    """The budget sweep as the scripts' ``main`` build it: order i, seed 0, output in ``out``."""
+    parser = argparse.ArgumentParser()
+    real_budget.add_grid_arguments(parser)
+    return real_budget.budget_sweep(parser.parse_args(["--output-dir", str(out)]), strategies)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="bash script")
 def test_the_scripts_read_what_the_collect_script_copies(scripts, tmp_path, capsys):
-    replay_rate, wider_scope = scripts
+    replay_rate, wider_scope, real_budget = scripts
     out, dest = tmp_path / "runs", tmp_path / "results"
-    budget = _budget(replay_rate, ["replay"], out)
+    budget = _budget(real_budget, ["replay"], out)
     for ratio, value in ((0.1, 40.0), (0.05, 35.0)):  # 0.1: the budget's rate, its own folder
         sweep = replay_rate.at_ratio(budget, ratio, ["replay"])
         options = {"replay": {"replay_every": 160, "replay_ratio": ratio}}
         make_run(sweep.root / "replay_i_s0", "replay", "i", 0, value, strategy_options=options)
-    head = _budget(wider_scope, ["mbpa++"], out)
+    head = _budget(real_budget, ["mbpa++"], out)
     assert head.root == budget.root  # the head runs are the budget sweep's own
     make_run(head.root / "mbpa++_i_s0", "mbpa++", "i", 0, 50.0)
     make_run(wider_scope.at_scope(head, "top1").root / "mbpa++_i_s0", "mbpa++", "i", 0, 53.0)

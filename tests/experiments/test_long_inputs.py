@@ -1,26 +1,17 @@
 """The long-input runs change only how rows are read, and are tabulated reader by reader."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.lifelong.test_reports import make_run
 
-SCRIPTS = Path(__file__).parents[2] / "experiments" / "text_classification"
-
 
 @pytest.fixture
-def long_inputs(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    sys.modules.pop("long_inputs", None)
-    import long_inputs
-
-    return long_inputs
+def long_inputs(load_script):
+    return load_script("text_classification/long_inputs.py")
 
 
-def test_each_reader_is_the_budget_run_with_only_its_reading_changed(long_inputs):
-    budget = long_inputs.load_sweep(long_inputs.BUDGET).with_grid(["replay"], ["i"], [0])
+def test_each_reader_is_the_budget_run_with_only_its_reading_changed(budget, long_inputs):
+    budget = budget.with_grid(["replay"], ["i"], [0])
     before = next(iter(budget.points())).config
     assert before.max_length == 64 and before.encoder == "minilm"
     for reader, changes in long_inputs.READERS.items():
@@ -58,8 +49,8 @@ def test_unknown_readers_are_refused_before_anything_runs(long_inputs, capsys):
     assert "unknown 'bert-2048'" in capsys.readouterr().err
 
 
-def test_the_retrospective_feed_readers_differ_from_each_other_only_in_passes(long_inputs):
-    budget = long_inputs.load_sweep(long_inputs.BUDGET).with_grid(["mtl"], ["i"], [0])
+def test_the_retrospective_feed_readers_differ_from_each_other_only_in_passes(budget, long_inputs):
+    budget = budget.with_grid(["mtl"], ["i"], [0])
     configs = {
         reader: next(iter(long_inputs.reading(budget, reader, "mtl").points())).config
         for reader in ("ernie-doc-32", "ernie-doc-32-once", "transformer-xl-32")

@@ -1,26 +1,17 @@
 """The replay-rate ablation changes only the rate, and tabulates each rate's runs with a CI."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.lifelong.test_reports import make_run
 
-SCRIPTS = Path(__file__).parents[2] / "experiments" / "text_classification"
-
 
 @pytest.fixture
-def replay_rate(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    sys.modules.pop("replay_rate", None)
-    import replay_rate
-
-    return replay_rate
+def replay_rate(load_script):
+    return load_script("text_classification/replay_rate.py")
 
 
-def test_each_rate_is_a_sweep_of_its_own_changing_only_the_ratio(replay_rate, tmp_path):
-    budget = replay_rate.load_sweep(replay_rate.BUDGET).with_grid(["replay", "mbpa++"], ["i"], [0])
+def test_each_rate_is_a_sweep_of_its_own_changing_only_the_ratio(budget, replay_rate, tmp_path):
+    budget = budget.with_grid(["replay", "mbpa++"], ["i"], [0])
     sweep = replay_rate.at_ratio(budget, 0.05, ["replay", "mbpa++"])
     assert sweep.name == "replay_rate_0.05"
     for point, before in zip(sweep.points(), budget.points(), strict=True):
@@ -31,8 +22,8 @@ def test_each_rate_is_a_sweep_of_its_own_changing_only_the_ratio(replay_rate, tm
         assert same.replace(log_group=before.config.log_group) == before.config
 
 
-def test_the_budget_s_own_rate_is_the_budget_sweep_itself(replay_rate):
-    budget = replay_rate.load_sweep(replay_rate.BUDGET).with_grid(["replay", "mbpa++"], ["i"], [0])
+def test_the_budget_s_own_rate_is_the_budget_sweep_itself(budget, replay_rate):
+    budget = budget.with_grid(["replay", "mbpa++"], ["i"], [0])
     assert replay_rate.at_ratio(budget, 0.1, ["replay", "mbpa++"]) is budget  # its runs reused
     assert replay_rate.at_ratio(budget, 0.1, ["replay", "agem", "seq"]) is not budget
 

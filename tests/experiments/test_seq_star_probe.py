@@ -1,12 +1,8 @@
 """The SEQ* probe's classifier replays: class means and SEQ*'s head on frozen features."""
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-SCRIPTS = Path(__file__).parents[2] / "experiments" / "text_classification"
 RECIPES = [
     "SEQ* as run (scale 16, batch 16, 1 pass)",
     "as run, no P (seen classes only in the loss)",
@@ -15,12 +11,8 @@ RECIPES = [
 
 
 @pytest.fixture
-def probe(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    sys.modules.pop("seq_star_probe", None)
-    import seq_star_probe
-
-    return seq_star_probe
+def probe(load_script):
+    return load_script("text_classification/seq_star_probe.py")
 
 
 def clustered(probe, tasks=3, classes=2, d=16, n=40):

@@ -1,26 +1,17 @@
 """The wider-scope MbPA++ runs change only adapt_scope, and are tabulated against head."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.lifelong.test_reports import make_run
 
-SCRIPTS = Path(__file__).parents[2] / "experiments" / "text_classification"
-
 
 @pytest.fixture
-def wider_scope(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    sys.modules.pop("wider_scope", None)
-    import wider_scope
-
-    return wider_scope
+def wider_scope(load_script):
+    return load_script("text_classification/wider_scope.py")
 
 
-def test_the_sweep_is_the_budget_s_mbpa_plus_plus_with_another_scope(wider_scope):
-    budget = wider_scope.load_sweep(wider_scope.BUDGET).with_grid(["mbpa++"], ["i", "ii"], [0])
+def test_the_sweep_is_the_budget_s_mbpa_plus_plus_with_another_scope(budget, wider_scope):
+    budget = budget.with_grid(["mbpa++"], ["i", "ii"], [0])
     sweep = wider_scope.at_scope(budget, "top1")
     assert sweep.name == "text_real_budget_top1" and sweep.strategies == ("mbpa++",)
     for point, before in zip(sweep.points(), budget.points(), strict=True):
