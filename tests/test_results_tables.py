@@ -242,12 +242,9 @@ def test_the_cell_reader_reads_what_the_tables_show():
 
 
 @pytest.fixture
-def wider_scope(monkeypatch):
+def wider_scope(load_script):
     """``experiments/text_classification/wider_scope.py`` as a module."""
-    monkeypatch.syspath_prepend(str(ROOT / "experiments" / "text_classification"))
-    import wider_scope
-
-    return wider_scope
+    return load_script("text_classification/wider_scope.py")
 
 
 def test_the_wider_scope_table_is_the_scripts_report_of_the_committed_runs(wider_scope):

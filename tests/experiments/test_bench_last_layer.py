@@ -1,16 +1,10 @@
 """The [CLS]-only last-layer bench runs and reports agreeing pooled vectors."""
 
 import re
-import sys
-from pathlib import Path
-
-BENCH = Path(__file__).parents[2] / "experiments" / "bench"
 
 
-def test_last_layer_bench_prints_a_ratio_and_a_tiny_gap(monkeypatch, capsys):
-    monkeypatch.syspath_prepend(str(BENCH))
-    sys.modules.pop("last_layer", None)
-    import last_layer
+def test_last_layer_bench_prints_a_ratio_and_a_tiny_gap(load_script, capsys):
+    last_layer = load_script("bench/last_layer.py")
 
     last_layer.main(["--encoder", "tiny", "--neighbours", "4", "--steps", "1"])
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("top")]

@@ -1,20 +1,11 @@
 """The local-adaptation bench parses its rows and counts each path's work."""
 
-import sys
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).parents[2] / "experiments" / "bench"
 
 
 @pytest.fixture()
-def bench(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    sys.modules.pop("local_adaptation", None)
-    import local_adaptation
-
-    return local_adaptation
+def bench(load_script):
+    return load_script("bench/local_adaptation.py")
 
 
 def test_rows_name_scope_rank_batching_and_precision(bench):

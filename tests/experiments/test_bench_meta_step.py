@@ -1,19 +1,13 @@
 """The Meta-MbPA step bench runs on a tiny model and prints each scope's cost against SEQ's."""
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-BENCH = Path(__file__).parents[2] / "experiments" / "bench"
 
-
-def test_meta_step_bench_prints_each_scope_against_seq(monkeypatch, capsys):
-    monkeypatch.syspath_prepend(str(BENCH))
-    sys.modules.pop("meta_step", None)
-    import meta_step
+def test_meta_step_bench_prints_each_scope_against_seq(load_script, capsys):
+    meta_step = load_script("bench/meta_step.py")
 
     meta_step.main(["--encoder", "tiny", "--steps", "1", "--scopes", "top1,head"])
     out = capsys.readouterr().out
@@ -24,21 +18,17 @@ def test_meta_step_bench_prints_each_scope_against_seq(monkeypatch, capsys):
         assert ratio and float(ratio.group(1)) > 0
 
 
-def test_meta_step_bench_refuses_no_timed_steps(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCH))
-    sys.modules.pop("meta_step", None)
-    import meta_step
+def test_meta_step_bench_refuses_no_timed_steps(load_script):
+    meta_step = load_script("bench/meta_step.py")
 
     with pytest.raises(SystemExit):
         meta_step.main(["--encoder", "tiny", "--steps", "0"])
 
 
-def test_meta_step_bench_hands_its_batches_over_on_the_runs_device(monkeypatch):
+def test_meta_step_bench_hands_its_batches_over_on_the_runs_device(load_script):
     """On an H100 the bench fed CPU batches to a CUDA model, then CPU rows to the memory's CUDA
     key network (index_selects across devices); the ``meta`` device stands for the GPU here."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    sys.modules.pop("meta_step", None)
-    import meta_step
+    meta_step = load_script("bench/meta_step.py")
 
     device = torch.device("meta")
     kind, data, fill = meta_step.budget_batches(None, 1, device)

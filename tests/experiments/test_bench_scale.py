@@ -1,18 +1,11 @@
 """The paper-scale bench runs end to end (tiny model, few keys) and prints every table."""
 
-import sys
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).parents[2] / "experiments" / "bench"
 
 
 @pytest.mark.slow
-def test_scale_bench_prints_phases_memory_and_projections(monkeypatch, capsys):
-    monkeypatch.syspath_prepend(str(BENCH))
-    sys.modules.pop("scale", None)
-    import scale
+def test_scale_bench_prints_phases_memory_and_projections(load_script, capsys):
+    scale = load_script("bench/scale.py")
 
     scale.main(
         [
@@ -32,12 +25,10 @@ def test_scale_bench_prints_phases_memory_and_projections(monkeypatch, capsys):
 
 
 @pytest.mark.slow
-def test_meta_mbpa_is_timed_with_its_k_neighbours_not_an_empty_memory(monkeypatch):
+def test_meta_mbpa_is_timed_with_its_k_neighbours_not_an_empty_memory(load_script):
     # timed from an empty memory, Meta-MbPA's meta loss is the plain loss (no neighbours): the
     # first GPU runs of the bench timed that. `prefill` gives every timed example K neighbours.
-    monkeypatch.syspath_prepend(str(BENCH))
-    sys.modules.pop("scale", None)
-    import scale
+    scale = load_script("bench/scale.py")
 
     from lifelong.encoders import load_tokenizer
     from lifelong.runtime import Runtime
@@ -62,11 +53,9 @@ def test_meta_mbpa_is_timed_with_its_k_neighbours_not_an_empty_memory(monkeypatc
     assert scale.prefill(scale.registry.build("seq", StrategyContext(model, kind)), data) == 0
 
 
-def test_episodic_strategies_need_whole_episodes_in_the_timed_window(monkeypatch, capsys):
+def test_episodic_strategies_need_whole_episodes_in_the_timed_window(load_script, capsys):
     # OML-ER trains once per 6 batches: 2 timed batches held no update and printed 17,000x
-    monkeypatch.syspath_prepend(str(BENCH))
-    sys.modules.pop("scale", None)
-    import scale
+    scale = load_script("bench/scale.py")
 
     with pytest.raises(SystemExit):
         scale.main(["--device", "cpu", "--size", "tiny", "--steps", "2", "--strategies", "oml-er"])
