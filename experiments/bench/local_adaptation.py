@@ -49,6 +49,7 @@ from lifelong.experiment.runs import build_model
 from lifelong.model import Batch
 from lifelong.runtime import CPU, Runtime, to_cpu
 from lifelong.scopes import check_scope
+from lifelong.serialization import load_data
 from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
 from lifelong.strategy import StrategyContext
 from lifelong.streams import batches, text_classification_stream
@@ -76,7 +77,7 @@ def train(
     )
     strategy = MbPAPlusPlus(context, MbPAPlusPlusOptions(replay_every=100, replay_ratio=0.3))
     if state is not None and state.is_file():
-        strategy.load_state_dict(torch.load(state, map_location=runtime.device, weights_only=False))
+        strategy.load_state_dict(read_state(state))
         return strategy, stream, task
     for i, part in enumerate(stream):
         for chunk in batches(part.train, config.batch_size, shuffle=True, seed=seed + i):
@@ -84,6 +85,11 @@ def train(
     if state is not None:
         torch.save(to_cpu(strategy.state_dict()), state)
     return strategy, stream, task
+
+
+def read_state(path: Path) -> dict:
+    """A saved strategy state, read as data only (a planted file runs nothing: refused)."""
+    return load_data(path, what="bench state")
 
 
 def test_batch(stream, task, n: int, seed: int) -> Batch:

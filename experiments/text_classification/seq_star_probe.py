@@ -45,6 +45,7 @@ from real_budget import BUDGET
 from lifelong.experiment.runs import build_model
 from lifelong.experiment.sweep import load_sweep
 from lifelong.files import atomic_write_text
+from lifelong.serialization import load_data
 from lifelong.streams import batches
 from lifelong.streams.registry import build_stream
 from lifelong.training import seed_everything
@@ -108,7 +109,7 @@ def encode(data_dir: Path, order: str, cache: Path | None) -> Features:
                     with torch.no_grad():
                         xs.append(model.encoder(*batch.inputs()).pooled.float())  # (b, d)
             if path is not None and path.is_file():
-                x = torch.load(path)
+                x = load_data(path, what="feature cache")  # data only, never code
             else:
                 x = torch.cat(xs)
                 if path is not None:

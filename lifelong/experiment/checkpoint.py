@@ -10,6 +10,11 @@ its accuracy matrix equals that of an uninterrupted run with the same seed.
 
 The file is written to a temporary file in the same directory, fsynced and renamed over the old
 one, so a run killed at any moment leaves either the previous checkpoint or the new one, whole.
+
+It also records what the run was trained as: its run-config keys (``trained_as``) and a digest
+of its stream (``stream``), which a resume checks (`lifelong.experiment.trust`). It is read as
+data only (`lifelong.serialization.load_data`): tensors, NumPy arrays and plain containers; a
+file that asks to run anything else is refused, and nothing of it runs.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import torch
 from lifelong.files import atomic_write_bytes
 from lifelong.learner import DivergenceError, StreamPosition
 from lifelong.runtime import to_cpu
+from lifelong.serialization import UnreadableFileError, UnsafeFileError, load_data
 from lifelong.strategy import Strategy
 
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -46,6 +52,9 @@ class Checkpoint:
     position: StreamPosition
     strategy: dict[str, Any]
     rng: dict[str, Any]
+    trained_as: dict[str, Any] | None = None  # the run-config keys it was trained under
+    stream: dict[str, Any] | None = None  # the digest of its stream (`trust.stream_fingerprint`)
+    # both None in a checkpoint written before they were recorded
 
 
 def random_states() -> dict[str, Any]:
@@ -87,7 +96,14 @@ def restore_random_states(states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all([_byte_state(s) for s in cuda])
 
 
-def save_checkpoint(run_dir: str | Path, strategy: Strategy, position: StreamPosition) -> Path:
+def save_checkpoint(
+    run_dir: str | Path,
+    strategy: Strategy,
+    position: StreamPosition,
+    *,
+    trained_as: Mapping[str, Any] | None = None,
+    stream: Mapping[str, Any] | None = None,
+) -> Path:
     """Write the strategy's state, the stream position and the random states atomically.
 
     Every tensor is saved on the CPU (`lifelong.runtime.to_cpu`), so the file loads on any
@@ -97,6 +113,8 @@ def save_checkpoint(run_dir: str | Path, strategy: Strategy, position: StreamPos
         run_dir: The run directory; the file is ``run_dir / "checkpoint.pt"``.
         strategy: The strategy being trained (its ``state_dict()`` is saved).
         position: Where the run is in its stream.
+        trained_as: The run-config keys that define the run (`trust.trained_as`).
+        stream: The stream's digest (`trust.stream_fingerprint`).
 
     Returns:
         The checkpoint's path.
@@ -114,6 +132,8 @@ def save_checkpoint(run_dir: str | Path, strategy: Strategy, position: StreamPos
         "position": position.to_dict(),
         "strategy": to_cpu(state),
         "rng": random_states(),
+        "trained_as": None if trained_as is None else dict(trained_as),
+        "stream": None if stream is None else dict(stream),
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -154,27 +174,44 @@ def load_checkpoint(run_dir: str | Path) -> Checkpoint:
     Fisher and anchor, pending episode batches; a torch-searched memory rebuilds its index
     there).
 
-    The file holds pickled generator states and the strategy's own objects, so it is loaded
-    with ``weights_only=False``: load only checkpoints your own runs wrote.
+    The file is read as data only (`lifelong.serialization.load_data`): tensors, NumPy
+    arrays, plain containers and the strategy's plain records. A checkpoint written before
+    this rule holds nothing else, and loads.
 
     Raises:
-        CheckpointError: The file is missing, unreadable or of another format version.
+        CheckpointError: The file is missing, unreadable, of another format version, or asks
+            to run code (refused before anything of it runs; the message says how to go on).
 
     """
     path = Path(run_dir) / CHECKPOINT_NAME
     if not path.is_file():
         raise CheckpointError(f"{path}: no checkpoint")
+    restart = (
+        f"if your own run wrote it, delete it and `lifelong run --resume {run_dir}` starts the "
+        "run again from its first task"
+    )
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as err:  # a truncated or foreign file: say which
-        raise CheckpointError(f"{path}: cannot read the checkpoint: {err}") from None
+        payload = load_data(path, what="checkpoint")
+    except UnsafeFileError as err:
+        raise CheckpointError(f"{err}; {restart}") from None
+    except (UnreadableFileError, OSError) as err:  # a truncated or foreign file: say which
+        raise CheckpointError(f"{err}; {restart}") from None
     if not isinstance(payload, dict) or payload.get("version") != FORMAT_VERSION:
         raise CheckpointError(
             f"{path}: expected a lifelong checkpoint of format version {FORMAT_VERSION}"
         )
-    return Checkpoint(
-        StreamPosition.from_dict(payload["position"]), payload["strategy"], payload["rng"]
-    )
+    try:
+        return Checkpoint(
+            StreamPosition.from_dict(payload["position"]),
+            payload["strategy"],
+            payload["rng"],
+            payload.get("trained_as"),
+            payload.get("stream"),
+        )
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(
+            f"{path}: not a whole lifelong checkpoint ({err}); {restart}"
+        ) from None
 
 
 def remove_stale_temporaries(run_dir: str | Path) -> list[Path]:
@@ -196,6 +233,8 @@ class Checkpointer:
             ``position.seconds``); the clock of this one starts now.
         cpu_seconds_before: The same in CPU seconds (``position.cpu_seconds``; None:
             unknown, and so is the run's total).
+        trained_as: What every checkpoint records the run was trained as (`save_checkpoint`).
+        stream: The stream's digest every checkpoint records.
 
     """
 
@@ -206,6 +245,8 @@ class Checkpointer:
         *,
         seconds_before: float = 0.0,
         cpu_seconds_before: float | None = 0.0,
+        trained_as: Mapping[str, Any] | None = None,
+        stream: Mapping[str, Any] | None = None,
     ) -> None:
         if every < 0:
             raise ValueError(f"checkpoint interval must be >= 0 mini-batches, got {every}")
@@ -216,6 +257,8 @@ class Checkpointer:
         self.started = time.perf_counter()
         self.cpu_seconds_before = cpu_seconds_before
         self.cpu_started = time.process_time()
+        self.trained_as = trained_as
+        self.stream = stream
 
     def elapsed(self) -> float:
         """The run's seconds so far: earlier processes' (``seconds_before``) and this one's."""
@@ -239,5 +282,7 @@ class Checkpointer:
         """Write the checkpoint now (stamped with the run's seconds so far)."""
         position.seconds = self.elapsed()
         position.cpu_seconds = self.cpu_elapsed()
-        save_checkpoint(self.run_dir, strategy, position)
+        save_checkpoint(
+            self.run_dir, strategy, position, trained_as=self.trained_as, stream=self.stream
+        )
         self.saved += 1

@@ -74,10 +74,7 @@ tasks), T tasks:
 from __future__ import annotations
 
 import dataclasses
-import io
 import logging
-import pickle
-import types
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -223,7 +220,7 @@ class RecordCodec:
 class _Shared:
     """The task kind and codec an `AvalancheModel` reads: shared by its copies, never copied.
 
-    LwF keeps a deep copy of the model as its teacher and checkpoints pickle the plugins; the
+    LwF keeps a deep copy of the model as its teacher and checkpoints copy the plugins; the
     kind (tokenizer, token cache) is the same for every copy and is not state.
     """
 
@@ -588,44 +585,82 @@ class AvalancheStrategy(StrategyHooks):
         return None if self.buffer is None else self.buffer(self.avalanche)
 
     def state_dict(self) -> dict[str, Any]:
-        """Weights, optimiser, the buffered examples and the template's plugins (pickled).
+        """Weights, optimiser, the buffered examples and the template's plugins, as data.
 
         The plugins (replay buffers, EWC importances, LwF's teacher, GEM memories, the clock)
-        are pickled with the live model, optimiser and task kind replaced by references, so a
-        checkpoint holds them once and `load_state_dict` reattaches them to this run's. A
-        memory loader's position (A-GEM's infinite loader) is not kept: a resumed run starts a
-        fresh pass over the same memory.
+        are written by `lifelong.integrations.avalanche_state.encode`: tensors and tagged
+        plain containers, with the live model, optimiser and evaluator as references, so a
+        checkpoint holds them once, runs nothing when read, and `load_state_dict` puts the
+        state back into this run's own template. A memory loader's position (A-GEM's infinite
+        loader) is not kept: a resumed run starts a fresh pass over the same memory.
         """
-        buffer = io.BytesIO()
-        _LivePickler(buffer, self._live()).dump(self._template_state())
+        from lifelong.integrations.avalanche_state import encode
+
+        live = {id(obj): name for name, obj in self._live().items()}
+        template = {"plugins": [encode(p, live) for p in self.avalanche.plugins]}
+        template["clock"] = encode(self.avalanche.clock, live)
+        if hasattr(self.avalanche, "storage_policy"):  # DER keeps its buffer on the template
+            template["storage_policy"] = encode(self.avalanche.storage_policy, live)
+        # the names of the parameters the optimiser steps (None before the first experience):
+        # without them Avalanche takes the next experience for its first, and resets Adam
+        optimized = getattr(self.avalanche, "optimized_param_id", None)
+        template["optimized"] = None if optimized is None else list(optimized)
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "pending": list(self.pending),
             "experiences": self.experiences,
             "seen_classes": sorted(self.seen_classes),
-            "avalanche": buffer.getvalue(),
+            "template": template,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what `state_dict` returned."""
+        """Restore what `state_dict` returned.
+
+        Raises:
+            ValueError: A checkpoint of an earlier version (its template state pickled,
+                which is never unpickled: it could run code), or a state that does not fit
+                this strategy's template (`AvalancheStateError`, naming what).
+
+        """
+        from lifelong.integrations.avalanche_state import rebuild_loaders, restore
+
+        if "template" not in state:
+            raise ValueError(
+                "this Avalanche checkpoint was written by an earlier lifelong, which pickled "
+                "the template's plugins; a pickle is not read (it could run code): delete "
+                "checkpoint.pt and resume, which starts the run again"
+            )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.pending = list(state["pending"])
         self.experiences = int(state["experiences"])
         self.seen_classes = set(state["seen_classes"])
-        restored = _LiveUnpickler(io.BytesIO(state["avalanche"]), self._live()).load()
-        for key, value in restored.items():
-            setattr(self.avalanche, key, value)
-        for plugin in self.avalanche.plugins:  # A-GEM: a fresh pass over its memory loader
-            if getattr(plugin, "buffer_dliter", False) is None:
-                plugin.buffer_dliter = iter(plugin.buffer_dataloader)
-
-    def _template_state(self) -> dict[str, Any]:
-        state = {"plugins": self.avalanche.plugins, "clock": self.avalanche.clock}
-        if hasattr(self.avalanche, "storage_policy"):  # DER keeps its buffer on the template
-            state["storage_policy"] = self.avalanche.storage_policy
-        return state
+        live = self._live()
+        template, plugins = state["template"], self.avalanche.plugins
+        if len(template["plugins"]) != len(plugins):
+            raise ValueError(
+                f"the checkpoint holds {len(template['plugins'])} Avalanche plugins, this "
+                f"run's template {len(plugins)}"
+            )
+        for i, (plugin, data) in enumerate(zip(plugins, template["plugins"], strict=True)):
+            if isinstance(data, dict) and data.get("~") == "live":
+                continue  # the evaluator: this run's own
+            restore(plugin, data, live, f"plugins[{i}]")
+        restore(self.avalanche.clock, template["clock"], live, "clock")
+        if "storage_policy" in template:
+            restore(self.avalanche.storage_policy, template["storage_policy"], live, "policy")
+        for plugin in plugins:  # A-GEM: a fresh pass over its memory loader
+            rebuild_loaders(plugin)
+        names = template.get("optimized")
+        if names is not None:  # the same parameters, this run's tensors
+            parameters = dict(self.avalanche.model.named_parameters())
+            unknown = [n for n in names if n not in parameters]
+            if unknown:
+                raise ValueError(
+                    f"the checkpoint's optimiser steps unknown parameters {unknown[:3]}"
+                )
+            self.avalanche.optimized_param_id = {n: parameters[n] for n in names}
 
     def _live(self) -> dict[str, Any]:
         return {
@@ -653,7 +688,7 @@ class GradientClip:
 
     ``before_update`` runs after every ``after_backward`` hook, so GEM's and A-GEM's projected
     gradients are what is clipped, as our strategies clip the gradient they apply. A plain class:
-    Avalanche calls a plugin's callbacks by name (``trigger_plugins``), and checkpoints pickle it.
+    Avalanche calls a plugin's callbacks by name (``trigger_plugins``), and checkpoints copy it.
 
     Args:
         max_norm: The largest gradient norm (over all the model's parameters).
@@ -674,33 +709,6 @@ def concat_records(parts: Sequence[ExampleRecords]) -> ExampleRecords:
 
     names = parts[0].names
     return ExampleRecords({k: tuple(v for part in parts for v in part[k]) for k in names})
-
-
-class _LivePickler(pickle.Pickler):
-    """Pickles the template's state with the run's live objects as named references."""
-
-    def __init__(self, file: io.BytesIO, live: dict[str, Any]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.ids = {id(obj): key for key, obj in live.items()}
-
-    def persistent_id(self, obj: Any) -> str | None:  # noqa: D102 (pickle's hook)
-        return self.ids.get(id(obj))
-
-    def reducer_override(self, obj: Any) -> Any:  # noqa: D102 (pickle's hook)
-        if isinstance(obj, types.GeneratorType):  # a memory loader's position (A-GEM's)
-            return type(None), ()
-        return NotImplemented
-
-
-class _LiveUnpickler(pickle.Unpickler):
-    """Inverse of `_LivePickler`: named references back to the run's live objects."""
-
-    def __init__(self, file: io.BytesIO, live: dict[str, Any]) -> None:
-        super().__init__(file)
-        self.live = live
-
-    def persistent_load(self, pid: str) -> Any:  # noqa: D102 (pickle's hook)
-        return self.live[pid]
 
 
 def _replay_buffer(template: Any) -> int:

@@ -320,33 +320,72 @@ def test_qa_is_refused_with_a_reason():
         ava.as_benchmark(stream, kind)
 
 
-def test_checkpoint_round_trip_keeps_the_memory(tmp_path):
-    """state_dict / load_state_dict: weights, buffered examples and the plugins' memories."""
+CHECKPOINTED = [
+    ("avalanche:naive", {}),
+    ("avalanche:replay", {"mem_size": 12}),
+    ("avalanche:agem", {"patterns_per_exp": 8, "sample_size": 8}),
+    ("avalanche:ewc", {}),
+    ("avalanche:lwf", {}),
+    ("avalanche:gem", {"patterns_per_exp": 8}),
+    ("avalanche:der", {"mem_size": 12}),
+]
+
+
+@pytest.mark.parametrize("name, options", CHECKPOINTED, ids=[n for n, _ in CHECKPOINTED])
+def test_a_checkpoint_is_data_and_resumes_to_the_same_model(tmp_path, name, options):
+    """state_dict is data (read by `load_data`: nothing pickled), and a strategy restored from
+    it trains on to the very weights of the one that never stopped: weights, buffered examples
+    and the plugins' memories (replay buffers, importances, teacher, GEM/A-GEM memories)."""
     from lifelong.experiment.runs import cached_kind
+    from lifelong.serialization import load_data
     from lifelong.strategy import StrategyContext
 
-    cases = (("avalanche:replay", {"mem_size": 12, "max_grad_norm": 1.0}), ("avalanche:agem", {}))
-    for name, options in cases:
-        seed_everything(0)
-        config, stream, model, kind = tiny_sample()
-        kind = cached_kind(kind, config.task_settings(), config.token_cache, stream)
-        context = StrategyContext(model, kind, lr=1e-3, batch_size=8)
-        strategy = registry.build(name, context, options)
-        strategy.observe(kind(stream.tasks[0].train[:16]))
-        strategy.on_task_end(0)
-        strategy.observe(kind(stream.tasks[1].train[:8]))  # pending at the checkpoint
-        path = tmp_path / "state.pt"
-        torch.save(strategy.state_dict(), path)
+    def build(model, kind):
+        return registry.build(name, StrategyContext(model, kind, lr=1e-3, batch_size=8), options)
 
-        _, _, model2, _ = tiny_sample()
-        restored = registry.build(name, StrategyContext(model2, kind, lr=1e-3, batch_size=8))
-        restored.load_state_dict(torch.load(path, weights_only=False))
-        assert restored.report() == strategy.report()
-        assert len(restored.pending) == 1 and restored.experiences == 1
-        for a, b in zip(model.parameters(), model2.parameters()):
-            assert torch.equal(a, b)
-        restored.on_task_end(1)  # trains on: the restored memory is attached to this model
-        assert restored.experiences == 2
+    seed_everything(0)
+    config, stream, model, kind = tiny_sample()
+    kind = cached_kind(kind, config.task_settings(), config.token_cache, stream)
+    strategy = build(model, kind)
+    strategy.observe(kind(stream.tasks[0].train[:16]))
+    strategy.on_task_end(0)
+    strategy.observe(kind(stream.tasks[1].train[:8]))  # pending at the checkpoint
+    path = tmp_path / "state.pt"
+    torch.save(strategy.state_dict(), path)
+    _, _, model2, _ = tiny_sample()
+    restored = build(model2, kind)
+    restored.load_state_dict(load_data(path, what="checkpoint"))
+    assert restored.report() == strategy.report()
+    assert len(restored.pending) == 1 and restored.experiences == 1
+    for a, b in zip(model.parameters(), model2.parameters(), strict=True):
+        assert torch.equal(a, b)
+    for each in (strategy, restored):  # both train on from the same random state
+        seed_everything(1)
+        each.observe(kind(stream.tasks[1].train[8:16]))
+        each.on_task_end(1)
+    assert restored.experiences == 2 and restored.report() == strategy.report()
+    for a, b in zip(model.parameters(), model2.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_a_planted_avalanche_state_is_refused(tmp_path):
+    """A state that names a class outside the closed lists is refused, nothing created."""
+    from lifelong.integrations.avalanche_state import AvalancheStateError, decode
+
+    with pytest.raises(AvalancheStateError, match="not allowed"):
+        decode({"~": "object", "type": "avalanche.logging.CSVLogger", "state": {}}, {})
+    with pytest.raises(AvalancheStateError, match="not allowed"):
+        decode({"~": "function", "name": "os.system"}, {})
+    seed_everything(0)
+    config, stream, model, kind = tiny_sample()
+    from lifelong.strategy import StrategyContext
+
+    strategy = registry.build("avalanche:naive", StrategyContext(model, kind, lr=1e-3))
+    state = strategy.state_dict()
+    old = dict(state, avalanche=b"a pickle")
+    del old["template"]
+    with pytest.raises(ValueError, match="a pickle is not read"):
+        strategy.load_state_dict(old)
 
 
 def test_avalanche_naive_and_our_seq_train_the_same_model(tmp_path):
