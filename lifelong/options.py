@@ -39,6 +39,25 @@ class OptionsError(ValueError):
     """An option is unknown or has a value that is not allowed."""
 
 
+def given_text(value: str) -> str:
+    """An argparse type: a flag's value that is not empty.
+
+    ``--resume ''`` or ``--output-dir ''`` is a mistake (an unset shell variable), not the
+    flag's default: refused, with how to get the default.
+
+    Raises:
+        argparse.ArgumentTypeError: ``value`` is empty or blank.
+
+    """
+    import argparse
+
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            "expected a value, got an empty string (leave the flag out for its default)"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class Range:
     """A number between ``min`` and ``max`` (inclusive unless ``*_open``)."""
@@ -88,6 +107,10 @@ class Choice:
 
 PositiveInt = Annotated[int, Range(min=1)]
 NonNegativeInt = Annotated[int, Range(min=0)]
+SEED_MAX = 2**32 - 1
+"""The largest seed NumPy's and torch's generators take (an unsigned 32-bit integer)."""
+Seed = Annotated[int, Range(min=0, max=SEED_MAX)]
+"""A seed: an integer in [0, 2**32 - 1], what every generator a run seeds accepts."""
 PositiveFloat = Annotated[float, Range(min=0, min_open=True)]
 NonNegativeFloat = Annotated[float, Range(min=0)]
 Probability = Annotated[float, Range(0, 1)]

@@ -344,11 +344,18 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     them to the ``csv`` module.
 
     Raises:
-        DataFormatError: A line is not UTF-8, naming the file, the line, the byte and column.
+        DataFormatError: A line is not UTF-8, naming the file, the line, the byte and column;
+            the file cannot be read (a directory, no permission, an I/O error), naming it.
 
     """
-    with path.open("rb") as f:
-        for number, raw in enumerate(f, start=1):
+    try:
+        f = path.open("rb")
+    except OSError as err:
+        raise DataFormatError(
+            f"{path}: cannot read the data file ({err.strerror or err})"
+        ) from None
+    with f:
+        for number, raw in enumerate(_read_lines(f, path), start=1):
             try:
                 line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as err:
@@ -356,6 +363,31 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
                 raise DataFormatError(f"{path}:{number}: {problem}") from None
             if line:  # (a file holding only a byte-order mark has no line)
                 yield number, line
+
+
+def _read_lines(f: Any, path: Path) -> Iterator[bytes]:
+    """The file's lines; an I/O error while reading names the file (a `DataFormatError`)."""
+    try:
+        yield from f
+    except OSError as err:
+        raise DataFormatError(
+            f"{path}: cannot read the data file ({err.strerror or err})"
+        ) from None
+
+
+def read_data(path: Path) -> bytes:
+    """A data file's bytes.
+
+    Raises:
+        DataFormatError: It cannot be read (a directory, no permission, an I/O error).
+
+    """
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise DataFormatError(
+            f"{path}: cannot read the data file ({err.strerror or err})"
+        ) from None
 
 
 def decode_text(path: Path, data: bytes) -> str:

@@ -63,6 +63,7 @@ from lifelong.streams.core import (
     UnknownNameError,
     decode_text,
     load_task,
+    read_data,
 )
 from lifelong.streams.hf_datasets import HubSource, Split, describe_source, open_split
 
@@ -134,12 +135,16 @@ def _read_json(path: Path) -> Any:
     """Parse a JSON file, turning every failure into a `DataFormatError` naming the file."""
     if not path.is_file():
         raise DataFormatError(f"{path}: file not found (expected a SQuAD-format JSON file)")
-    text = decode_text(path, path.read_bytes())  # a byte-order mark is dropped
+    text = decode_text(path, read_data(path))  # a byte-order mark is dropped
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise DataFormatError(
             f"{path}: malformed JSON at line {err.lineno} column {err.colno}: {err.msg}"
+        ) from None
+    except RecursionError:  # nested past the parser's depth: no SQuAD file nests so
+        raise DataFormatError(
+            f"{path}: malformed JSON: nested too deeply for a SQuAD-format file"
         ) from None
 
 

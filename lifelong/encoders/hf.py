@@ -13,7 +13,7 @@ from torch import nn
 from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel, PreTrainedTokenizerBase
 
 from lifelong.encoders.base import EncoderOutput, attention_implementation  # noqa: F401
-from lifelong.encoders.names import MINILM, TINY, EncoderError, alternatives
+from lifelong.encoders.names import MINILM, TINY, TINY_LAYERS, EncoderError, alternatives
 
 
 def minilm_path() -> Path:
@@ -48,7 +48,7 @@ def tiny_bert_config(vocab_size: int = 30_522) -> BertConfig:
     return BertConfig(
         vocab_size=vocab_size,
         hidden_size=128,
-        num_hidden_layers=2,
+        num_hidden_layers=TINY_LAYERS,
         num_attention_heads=2,
         intermediate_size=256,
         max_position_embeddings=512,

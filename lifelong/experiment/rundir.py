@@ -200,7 +200,8 @@ a ``meta.yaml`` in every experiment and run folder, and copies of a run's ``metr
 """
 
 
-def _run_dirs(root: Path) -> Iterable[Path]:
+def _run_dirs(root: Path, *, finished: bool = True) -> Iterable[Path]:
+    """The finished run directories under ``root`` (``finished=False``: the unfinished ones)."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         if any(marker in filenames for marker in TRACKER_STORE_MARKERS):
@@ -209,9 +210,48 @@ def _run_dirs(root: Path) -> Iterable[Path]:
             continue
         if METRICS_FILE in filenames:
             dirnames.clear()  # a run's own subfolders hold no runs
-            yield Path(dirpath)
+            if finished:
+                yield Path(dirpath)
         elif CONFIG_FILE in filenames or ACCURACY_FILE in filenames:
-            log.debug("skipping unfinished run %s (no %s)", dirpath, METRICS_FILE)
+            dirnames.clear()
+            log.info("leaving out unfinished run %s (no %s)", dirpath, METRICS_FILE)
+            if not finished:
+                yield Path(dirpath)
+
+
+def unfinished_runs(paths: Sequence[str | Path] | str | Path) -> list[tuple[Path, str]]:
+    """The run directories under ``paths`` without results, each with why, in words.
+
+    A report leaves them out; the command line says so (`lifelong report`). The reason is the
+    run's own last word: its ``log.txt``'s failure line (a diverged or crashed run), else
+    ``interrupted (resumable: checkpoint.pt)`` or ``unfinished`` (still running, or killed
+    before its first checkpoint).
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    found: dict[Path, str] = {}
+    for root in map(Path, paths):
+        if root.is_dir():
+            for run_dir in _run_dirs(root, finished=False):
+                found.setdefault(run_dir, _why_unfinished(run_dir))
+    return sorted(found.items())
+
+
+def _why_unfinished(run_dir: Path) -> str:
+    failed = None
+    try:
+        for line in (
+            (run_dir / "log.txt").read_text(encoding="utf-8", errors="replace").splitlines()
+        ):
+            if " run failed: " in line:
+                failed = line.split(" run failed: ", 1)[1]
+    except OSError:
+        pass
+    if failed is not None:
+        return f"failed: {failed}"
+    if (run_dir / "checkpoint.pt").is_file():
+        return "interrupted (resumable: checkpoint.pt)"
+    return "unfinished (running, or stopped before its first checkpoint)"
 
 
 def load_run(run_dir: str | Path) -> RunRecord:
@@ -262,6 +302,10 @@ def _read_mapping(path: Path, what: str) -> dict[str, Any]:
         values = json.loads(_read_text(path)) if json_file else yaml.safe_load(_read_text(path))
     except (yaml.YAMLError, json.JSONDecodeError) as err:
         raise RunDirError(f"{path}: invalid {'JSON' if json_file else 'YAML'}: {err}") from None
+    except RecursionError:
+        raise RunDirError(
+            f"{path}: invalid {'JSON' if json_file else 'YAML'}: nested too deeply"
+        ) from None
     if not isinstance(values, dict):
         raise RunDirError(f"{path}: expected {what}, got {values!r:.60}")
     return values
@@ -316,6 +360,11 @@ def _registered_as_joint(name: str) -> bool:
 
 def _read_metrics(path: Path) -> dict[str, Any]:
     metrics = _read_mapping(path, "a JSON object of metrics")
+    if (where := _non_finite(metrics)) is not None:
+        raise RunDirError(
+            f"{path}: {where} is not a finite number; a finished run's metrics are numbers "
+            "or null (undefined), so this file was damaged or written by a faulty version"
+        )
     for key in SUMMARY_METRICS:
         if key not in metrics:
             raise RunDirError(f"{path}: missing metric {key!r}")
@@ -324,6 +373,23 @@ def _read_metrics(path: Path) -> dict[str, Any]:
                 f"{path}: metric {key!r} must be a number or null, got {metrics[key]!r}"
             )
     return metrics
+
+
+def _non_finite(value: Any, path: str = "") -> str | None:
+    """The key path of the first nan or infinity in a parsed JSON value, else None."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return f"metric {path or 'value'!r} = {value}"
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, inner in items:
+        if (found := _non_finite(inner, f"{path}.{key}" if path else str(key))) is not None:
+            return found
+    return None
 
 
 def _is_number(value: Any) -> bool:

@@ -24,6 +24,7 @@ from lifelong.experiment.checkpoint import (
     CHECKPOINT_NAME,
     Checkpoint,
     Checkpointer,
+    CheckpointError,
     load_checkpoint,
     remove_stale_temporaries,
     restore_random_states,
@@ -47,6 +48,14 @@ from lifelong.experiment.rundir import (
     write_results,
 )
 from lifelong.experiment.trackers import RunInfo, tracking
+from lifelong.experiment.trust import (
+    check_locations,
+    check_stream,
+    check_trained_as,
+    record_given_stream,
+    stream_fingerprint,
+    trained_as,
+)
 from lifelong.files import atomic_write_text
 from lifelong.metrics import SEQUENTIAL_METRICS, summary
 from lifelong.streams.registry import build_stream
@@ -186,6 +195,11 @@ def run(
     ``<output_dir>/index.sqlite``) and checkpointed (see `lifelong.experiment.checkpoint`), so
     that `resume` can continue it if it is killed.
 
+    A prebuilt ``stream`` is recorded as what it is: its order (or task list) and sizes
+    replace the config's in the run's ``config.yaml`` (`trust.record_given_stream`), so that
+    reports file the run under the order it ran, and its checkpoints hold the stream's digest,
+    so that a resume continues on that stream or refuses.
+
     Args:
         config: The run configuration.
         stream: A prebuilt stream (otherwise built from ``config``).
@@ -197,15 +211,19 @@ def run(
 
     Raises:
         ConfigError: The encoder cannot load here, or the strategy or one of its options is
-            unknown or not allowed.
+            unknown or not allowed; a given stream of another kind than the config's, or
+            with tasks no config key can name.
         RunLockedError: Another live process is writing ``run_dir``.
         DivergenceError: A loss or score became nan or inf (the run is marked failed; its
             last checkpoint, taken before, is kept).
 
     """
+    if stream is not None:
+        config = record_given_stream(config, stream)
     options = preflight(config)  # the encoder can load, options parsed once: nothing loaded yet
     index_path = Path(config.run_index or default_index_path(config.output_dir)).resolve()
     config = config.replace(run_index=str(index_path))
+    RunIndex(index_path)  # a broken index is refused before the run directory exists
     run_dir = _new_run_dir(config) if run_dir is None else Path(run_dir)
     with hold(run_dir):  # one writer per run directory (RunLockedError names the holder)
         text = yaml.safe_dump(config.to_sections(), sort_keys=False)
@@ -223,6 +241,10 @@ def resume(
     compile: bool | None = None,
     checkpoint_every: int | None = None,
     keep_checkpoint: bool | None = None,
+    output_dir: str | None = None,
+    run_index: str | None = None,
+    token_cache: str | None = None,
+    tracking_uri: str | None = None,
 ) -> RunOutcome:
     """Continue a run from its directory: from its checkpoint, or from the start if none.
 
@@ -231,6 +253,12 @@ def resume(
     A changed checkpoint interval or ``keep_checkpoint`` (bookkeeping, `RESUME_BOOKKEEPING`)
     is written into the run's ``config.yaml``, so that later resumes keep it; device,
     precision and compile apply to this continuation only.
+
+    The run directory is not trusted (`lifelong.experiment.trust`): a checkpoint whose run was
+    trained under other keys than ``config.yaml`` now says, or on another stream, is refused;
+    and ``config.yaml`` names no place to write far from the run (`trust.run_home`: the run
+    index, output and token-cache folders, MLflow's store) unless the keywords below confirm
+    it.
 
     Args:
         run_dir: A directory `run` created (it holds ``config.yaml``).
@@ -243,10 +271,16 @@ def resume(
         checkpoint_every: Checkpoint every N mini-batches from here on (0: task ends only),
             e.g. for a run that turned out to take hours.
         keep_checkpoint: Keep (or not) ``checkpoint.pt`` once the run has finished.
+        output_dir: Confirm (or replace) the run's ``output_dir``.
+        run_index: Confirm (or replace) the run index the run is recorded in.
+        token_cache: Confirm (or replace) the token cache's folder (``auto``, ``off``, a path).
+        tracking_uri: Confirm (or replace) MLflow's tracking URI.
 
     Raises:
-        ConfigError: ``run_dir`` holds no run config, or a value is not allowed.
-        CheckpointError: The checkpoint is unreadable.
+        ConfigError: ``run_dir`` holds no run config, a value is not allowed, the checkpoint
+            was trained as another config or on another stream, or ``config.yaml`` names a
+            place far from the run (`trust.run_home`) that no keyword confirms.
+        CheckpointError: The checkpoint is unreadable, or asks to run code.
         RunLockedError: Another live process is still writing ``run_dir`` (e.g. the run
             being resumed is paused, not dead).
 
@@ -256,8 +290,16 @@ def resume(
         raise ConfigError(f"{run_dir}: not a run directory (no config.yaml)")
     changes = {"progress": progress, "device": device, "precision": precision, "compile": compile}
     changes |= {"checkpoint_every": checkpoint_every, "keep_checkpoint": keep_checkpoint}
+    places = {
+        "output_dir": output_dir,
+        "run_index": run_index,
+        "token_cache": token_cache,
+        "tracking_uri": tracking_uri,
+    }
+    confirmed = {k: v for k, v in places.items() if v is not None}
     with hold(run_dir):
-        return _resume_held(run_dir, stream, {k: v for k, v in changes.items() if v is not None})
+        given = {k: v for k, v in changes.items() if v is not None}
+        return _resume_held(run_dir, stream, given, confirmed)
 
 
 RESUME_BOOKKEEPING = ("checkpoint_every", "keep_checkpoint")
@@ -268,12 +310,27 @@ checkpoints, never what it computes, so the run stays the configuration it was.
 """
 
 
-def _resume_held(run_dir: Path, stream: TaskStream | None, changes: dict[str, Any]) -> RunOutcome:
+def _resume_held(
+    run_dir: Path,
+    stream: TaskStream | None,
+    changes: dict[str, Any],
+    confirmed: dict[str, Any],
+) -> RunOutcome:
     stored = load_run_config(run_dir / "config.yaml")
     config = stored.replace("resume", **changes) if changes else stored
+    config = check_locations(run_dir, config, confirmed)  # before anything is written
+    has_checkpoint = (run_dir / CHECKPOINT_NAME).is_file()
+    checkpoint = load_checkpoint(run_dir) if has_checkpoint else None
+    notes: tuple[str, ...] = ()
+    if checkpoint is not None and checkpoint.trained_as is not None:
+        check_trained_as(checkpoint.trained_as, config, str(run_dir / CHECKPOINT_NAME))
+    elif checkpoint is not None:
+        notes = (
+            "the checkpoint predates recording what it was trained as: config.yaml is "
+            "taken as it is",
+        )
     options = preflight(config)
     remove_stale_temporaries(run_dir)
-    has_checkpoint = (run_dir / CHECKPOINT_NAME).is_file()
     if not has_checkpoint and is_finished(run_dir):
         outcome = RunOutcome(read_result(run_dir), read_metrics(run_dir), run_dir)
         index = _open_index(config)
@@ -281,8 +338,7 @@ def _resume_held(run_dir: Path, stream: TaskStream | None, changes: dict[str, An
             index.start(run_dir, config.to_dict())
             index.finish(run_dir, outcome.metrics)
         return outcome
-    notes = _record_bookkeeping(run_dir, stored, config)
-    checkpoint = load_checkpoint(run_dir) if has_checkpoint else None
+    notes += _record_bookkeeping(run_dir, stored, config)
     return _execute(_Job(config, run_dir, stream, options, checkpoint, notes))
 
 
@@ -435,10 +491,13 @@ def _train(job: _Job) -> RunOutcome:
     training, tracked = sections.training, sections.tracking
     seed = training.seed
     stream, task, strategy, runtime = build_run(config, stream=job.stream, options=job.options)
+    digest = stream_fingerprint(stream)
     start = None
     if checkpoint is not None:
-        strategy.load_state_dict(checkpoint.strategy)
-        restore_random_states(checkpoint.rng)
+        where = str(job.run_dir / CHECKPOINT_NAME)
+        if checkpoint.stream is not None:
+            check_stream(checkpoint.stream, stream, where)
+        _restore(strategy, checkpoint, where)
         start = checkpoint.position
         log.info("resumed at task %d, mini-batch %d", start.task, start.step)
     info = RunInfo(
@@ -456,6 +515,8 @@ def _train(job: _Job) -> RunOutcome:
             training.checkpoint_every,
             seconds_before=0.0 if start is None else start.seconds,
             cpu_seconds_before=0.0 if start is None else start.cpu_seconds,
+            trained_as=trained_as(config),
+            stream=digest,
         )
         result = run_stream(
             stream,
@@ -488,6 +549,24 @@ def _train(job: _Job) -> RunOutcome:
         if trackers is not None:
             trackers.finish(metrics, run_artifacts(job.run_dir))
     return RunOutcome(result, metrics, job.run_dir)
+
+
+def _restore(strategy: Strategy, checkpoint: Checkpoint, where: str) -> None:
+    """Load a checkpoint's state into the built strategy, or refuse it in one line.
+
+    A checkpoint that does not fit (another encoder's weights, another strategy's parts:
+    one written before runs recorded what they were trained as) is a `CheckpointError`
+    naming the file, not a page of ``load_state_dict`` output.
+    """
+    try:
+        strategy.load_state_dict(checkpoint.strategy)
+    except (RuntimeError, KeyError, ValueError, TypeError, IndexError, AttributeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(
+            f"{where}: does not fit this run's {type(strategy).__name__} and model ({first}); "
+            "was the run's config.yaml edited? put it back, or start a new run"
+        ) from None
+    restore_random_states(checkpoint.rng)
 
 
 def _log_compilation() -> None:

@@ -35,6 +35,11 @@ import logging
 import math
 import multiprocessing
 import os
+import signal
+import socket
+import sys
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -54,6 +59,7 @@ from lifelong.experiment.config import (
 from lifelong.experiment.index import RunIndex, default_index_path
 from lifelong.experiment.lock import RunLockedError, hold
 from lifelong.experiment.rundir import is_finished, path_part
+from lifelong.experiment.trust import LOCATION_FLAGS
 
 log = logging.getLogger(__name__)
 
@@ -194,16 +200,40 @@ def sweep_from_dict(values: Mapping[str, Any], *, where: str = "sweep") -> Sweep
                 values.get("orders") or [getattr(base, base.order_key)], "orders", where
             )
         ),
-        seeds=tuple(_seed(s, where) for s in _names(values.get("seeds") or [base.seed], "", "")),
+        seeds=tuple(
+            _seed(s, f"{where}: seeds")
+            for s in _names(values.get("seeds") or [base.seed], "seeds", where)
+        ),
         per_strategy={str(k): dict(v) for k, v in per_strategy.items()},
     )
     return validate(sweep, where=where)
 
 
 def validate(sweep: Sweep, *, where: str = "sweep") -> Sweep:
-    """Check names, orders, per-strategy changes and every point's strategy options."""
+    """Check names, orders, seeds, per-strategy changes and every point's strategy options.
+
+    Raises:
+        ConfigError: Naming the key and the value; a grid value listed twice (it would be
+            one run directory, counted twice).
+
+    """
     if not sweep.name or "/" in sweep.name or sweep.name.startswith("."):
         raise ConfigError(f"{where}: name must be a plain folder name, got {sweep.name!r}")
+    for key, values in (
+        ("strategies", sweep.strategies),
+        ("orders", sweep.orders),
+        ("seeds", sweep.seeds),
+    ):
+        twice = sorted({str(v) for v in values if list(values).count(v) > 1})
+        if twice:
+            raise ConfigError(
+                f"{where}: {key}: {twice[0]} is listed twice; each grid point is one run"
+            )
+    for seed in sweep.seeds:
+        try:
+            sweep.base.replace(seed=seed)
+        except ConfigError as err:
+            raise ConfigError(f"{where}: seeds: {err}") from None
     for strategy in sweep.strategies:
         try:
             registry.get(strategy)
@@ -260,6 +290,10 @@ def run_sweep(
         raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if jobs < 1:
         raise ConfigError(f"--jobs must be >= 1, got {jobs}")
+    if address is not None and backend != "ray":
+        raise ConfigError(f"--address is for --backend ray (this sweep's backend: {backend})")
+    if backend == "ray":
+        check_ray_address(address)  # before any point runs: in seconds, not Ray's minutes
     if gpus_per_run is not None and not 0 <= gpus_per_run < math.inf:
         raise ConfigError(f"--gpus-per-run must be a finite number >= 0, got {gpus_per_run}")
     points = _with_shared_index(sweep)
@@ -315,8 +349,11 @@ def run_point(config: Mapping[str, Any], run_dir: str, threads: int = 0) -> Poin
             if _finished(path):  # it finished while we waited to look
                 return PointResult(path, "skipped")
             if (path / "config.yaml").is_file() and (path / CHECKPOINT_NAME).is_file():
-                # the sweep file's bookkeeping (a checkpoint interval set since) reaches it too
-                outcome = resume(path, **{k: config[k] for k in RESUME_BOOKKEEPING if k in config})
+                # the sweep file's bookkeeping (a checkpoint interval set since) reaches it
+                # too, and its places (index, outputs, token cache, MLflow), not the point's
+                # config.yaml, say where the resumed run writes (`lifelong.experiment.trust`)
+                given = (*RESUME_BOOKKEEPING, *LOCATION_FLAGS)
+                outcome = resume(path, **{k: config[k] for k in given if config.get(k) is not None})
             else:
                 outcome = run(from_dict(config, where=str(path)), run_dir=path)
     except RunLockedError as err:
@@ -387,23 +424,60 @@ def _run_on_pool(
     devices: Sequence[str | None] = (),
     work: Callable[..., PointResult] = run_point,
 ) -> list[PointResult]:
+    # never more workers than points: a worker with nothing to do only holds memory, and a
+    # slot no worker takes would keep this process from exiting (the queue's feeder thread)
+    workers = min(jobs, len(payloads))
+    if workers == 0:
+        return []
     # spawn, not fork: torch and FAISS hold threads and locks a forked child must not inherit
     context = multiprocessing.get_context("spawn")
     slots = context.Queue()
-    for device in devices or [None] * jobs:  # each worker takes one set of GPUs as it starts
+    for device in list(devices or [None] * jobs)[:workers]:  # one set of GPUs per worker
         slots.put(device)
     with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_take_devices, initargs=(slots,)
+        max_workers=workers,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(slots, os.getpid()),
     ) as pool:
         futures = [pool.submit(work, *payload) for payload in payloads]
         return [_notify(on_result, f.result()) for f in futures]
 
 
-def _take_devices(slots: Any) -> None:
-    """Worker initializer: make this worker's GPUs (and only them) visible, before CUDA starts."""
+def _start_worker(slots: Any, parent: int) -> None:
+    """Worker initializer: its GPUs (before CUDA starts), and death with the sweep's process."""
     device = slots.get()
     if device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = device
+    die_with_parent(parent)
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process when ``parent`` ends, however it ends (``kill -9`` included).
+
+    A sweep's workers are spawned processes: without this, killing the sweep leaves each one
+    running (holding its model's memory) until its run ends. Linux ends the worker with
+    SIGTERM at once (``prctl(PR_SET_PDEATHSIG)``); elsewhere a daemon thread notices the
+    parent gone within a second. The run it was training keeps its last checkpoint.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            if libc.prctl(1, signal.SIGTERM, 0, 0, 0) == 0:  # 1: PR_SET_PDEATHSIG
+                if os.getppid() != parent:  # it died before the request took hold
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 def _run_on_ray(
@@ -421,6 +495,7 @@ def _run_on_ray(
         ) from None
     started = not ray.is_initialized()
     if started:
+        check_ray_address(address)
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     try:
         if gpus_per_run is None:  # a task without GPUs sees none (Ray hides them)
@@ -438,6 +513,36 @@ def _run_on_ray(
     finally:
         if started:
             ray.shutdown()
+
+
+RAY_CONNECT_TIMEOUT = 5.0
+"""Seconds a Ray cluster's address has to answer before the sweep is refused."""
+
+
+def check_ray_address(address: str | None, timeout: float = RAY_CONNECT_TIMEOUT) -> None:
+    """Refuse a Ray cluster address that does not answer, in seconds, not Ray's minutes.
+
+    ``None``, ``auto`` and ``local`` are left to Ray (a local instance or the one it finds);
+    ``host:port`` and ``ray://host:port`` must accept a TCP connection within ``timeout``.
+
+    Raises:
+        ConfigError: Naming the address and why it did not answer.
+
+    """
+    if address is None or address in ("auto", "local"):
+        return
+    where = address.removeprefix("ray://")
+    host, sep, port = where.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ConfigError(f"--address {address!r}: expected host:port or ray://host:port")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as err:
+        raise ConfigError(
+            f"--address {address}: no Ray cluster answers there ({err.strerror or err}); "
+            "start one (ray start --head) or leave --address out for a local Ray"
+        ) from None
 
 
 def _finished(run_dir: Path) -> bool:
@@ -465,7 +570,19 @@ def _names(value: Any, key: str, where: str) -> tuple[Any, ...]:
 
 
 def _seed(value: Any, where: str) -> int:
+    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        raise ConfigError(f"{where}: expected integer seeds, got {value!r}")
     try:
         return int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: seeds must be integers, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{where}: expected integer seeds, got {value!r}") from None
+
+
+def parse_seeds(value: str, where: str = "--seeds") -> list[int]:
+    """Comma-separated seeds (a command-line flag), each an integer.
+
+    Raises:
+        ConfigError: Naming ``where`` and the value that is not an integer.
+
+    """
+    return [_seed(s.strip(), where) for s in value.split(",") if s.strip()]

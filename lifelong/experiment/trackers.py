@@ -125,6 +125,13 @@ CONNECT_TIMEOUT = 5.0
 """Seconds a tracking server gets to accept a connection before a run is refused."""
 
 
+MLFLOW_SCHEMES = (
+    *("", "file", "http", "https", "sqlite"),
+    *("postgresql", "mysql", "mssql", "databricks", "databricks-uc", "uc"),
+)
+"""The tracking URI schemes MLflow stores runs under ("": a local folder)."""
+
+
 def check_tracking_uri(uri: str, timeout: float = CONNECT_TIMEOUT) -> None:
     """Refuse an MLflow tracking URI that cannot work, before the run starts.
 
@@ -138,6 +145,12 @@ def check_tracking_uri(uri: str, timeout: float = CONNECT_TIMEOUT) -> None:
 
     """
     parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme not in MLFLOW_SCHEMES or (not parsed.scheme and ":" in uri):
+        raise TrackerError(
+            f"{uri!r} is not a tracking URI MLflow takes: expected http(s)://host:port, "
+            "sqlite:///PATH, file:PATH, a local folder, or one of "
+            f"{', '.join(s for s in MLFLOW_SCHEMES if s)}://..."
+        )
     if parsed.scheme in ("http", "https"):
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
         try:

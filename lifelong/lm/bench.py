@@ -19,8 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,8 @@ from lifelong.lm.text import (
     training_memory,
 )
 from lifelong.memory import EpisodicMemory
+from lifelong.options import SEED_MAX
+from lifelong.streams.core import DataFormatError
 
 
 @dataclass(frozen=True)
@@ -375,10 +380,86 @@ def markdown(rows: Sequence[Row], settings: BenchSettings, steps: int, seed: int
     return "\n".join(lines) + "\n"
 
 
-def command(args: argparse.Namespace) -> int:
-    """``lifelong lm``: check every flag, then train and print one row per module."""
-    from lifelong.runtime import resolve_device
+class TooLargeError(ValueError):
+    """The flags ask for more memory than the device has (one line, naming the flags)."""
 
+
+def check_window(corpus: Corpus, window: int) -> None:
+    """Refuse a corpus too short for one window (and its next character) in either part.
+
+    Raises:
+        DataFormatError: Naming the file, the part, its length and the window.
+
+    """
+    for part, ids in (("training", corpus.train), ("validation", corpus.val)):
+        if len(ids) <= window:
+            raise DataFormatError(
+                f"{corpus.path}: its {part} part holds {len(ids):,} characters, too few for "
+                f"one window of {window:,} (--segments x --segment-length) and the character "
+                "after it; use a longer corpus or shorter windows"
+            )
+
+
+def check_size(settings: BenchSettings, vocab: int, device: torch.device) -> None:
+    """Refuse a model whose training state cannot fit the device, before building it.
+
+    The estimate is a lower bound: a Transformer's ~12·d² weights per layer, the embeddings
+    and the output layer, each held four times while training (weights, gradients and
+    AdamW's two moments, 4 bytes each), against the device's whole memory (the CPU's RAM).
+    A model that passes may still not fit; `memory_as_one_line` reports that.
+
+    Raises:
+        TooLargeError: Naming the size and the flags that set it.
+
+    """
+    weights = settings.layers * 12 * settings.width**2 + 2 * vocab * settings.width
+    weights += settings.window * settings.width  # position embeddings
+    need = weights * 4 * 4
+    have = device_memory(device)
+    if have is not None and need > have:
+        raise TooLargeError(
+            f"a model of --layers {settings.layers} x --width {settings.width} needs at least "
+            f"{need / 2**30:,.1f} GiB to train (weights, gradients, AdamW's moments); this "
+            f"{device.type} has {have / 2**30:,.1f} GiB"
+        )
+
+
+def device_memory(device: torch.device) -> int | None:
+    """Bytes of memory the device has (the CPU: physical RAM), or None if unknown."""
+    try:
+        if device.type == "cuda":
+            return int(torch.cuda.get_device_properties(device).total_memory)
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, RuntimeError, AttributeError):
+        return None
+
+
+@contextmanager
+def memory_as_one_line() -> Iterator[None]:
+    """An allocation the device cannot make becomes one line naming the flags that size it."""
+    try:
+        yield
+    except (MemoryError, torch.OutOfMemoryError, RuntimeError) as err:
+        text = str(err)
+        if not isinstance(err, MemoryError | torch.OutOfMemoryError) and not any(
+            s in text for s in ("allocate", "out of memory", "overflow", "too large")
+        ):
+            raise
+        found = re.search(r"allocate (\d+) bytes", text)
+        asked = f" ({int(found.group(1)) / 2**30:,.1f} GiB asked)" if found else ""
+        raise TooLargeError(
+            f"the model or a training step does not fit in the device's memory{asked}; lower "
+            "--batch-size, --segment-length, --segments or --width"
+        ) from None
+
+
+def check_flags(args: argparse.Namespace) -> list[str]:
+    """Every flag of ``lifelong lm`` checked, before anything loads; the modules to train.
+
+    Raises:
+        ValueError: Naming the flag, its value and what it takes.
+
+    """
     modules = check_modules([m.strip() for m in args.modules.split(",") if m.strip()])
     for name, value in (("--steps", args.steps), ("--segments", args.segments),
                         ("--segment-length", args.segment_length),
@@ -388,10 +469,21 @@ def command(args: argparse.Namespace) -> int:
             raise ValueError(f"{name} must be a positive integer, got {value}")
     if not (math.isfinite(args.lr) and args.lr > 0):
         raise ValueError(f"--lr must be a positive finite number, got {args.lr}")
+    if not 0 <= args.seed <= SEED_MAX:
+        raise ValueError(f"--seed must be in [0, {SEED_MAX}] (a generator's seed), got {args.seed}")
     if args.width % args.heads:
         raise ValueError(f"--width {args.width} is not divisible by --heads {args.heads}")
+    return modules
+
+
+def command(args: argparse.Namespace) -> int:
+    """``lifelong lm``: check every flag, then train and print one row per module."""
+    from lifelong.runtime import resolve_device
+
+    modules = check_flags(args)
     device = resolve_device(args.device)
     corpus = load_corpus(args.corpus)
+    check_window(corpus, args.segments * args.segment_length)
     train = TrainSettings(  # the window follows from the segments (BenchSettings)
         steps=args.steps,
         batch_size=args.batch_size,
@@ -406,6 +498,7 @@ def command(args: argparse.Namespace) -> int:
         segments=args.segments,
         train=train,
     )
+    check_size(settings, corpus.vocab.size, device)
     print(f"corpus: {corpus.path} ({len(corpus.train):,} training / {len(corpus.val):,} "
           f"validation characters, {corpus.vocab.size} distinct); device {device}")  # fmt: skip
     bars: dict[str, Any] = {}
@@ -431,10 +524,11 @@ def command(args: argparse.Namespace) -> int:
         if args.json:  # after every row, so a stopped run keeps what it measured
             _write_rows(Path(args.json), budget, _file_order(written, modules))
 
-    run_bench(
-        [m for m in modules if m not in done], corpus=corpus, settings=settings, seed=args.seed,
-        device=device, progress=progress, on_row=show,
-    )  # fmt: skip
+    with memory_as_one_line():
+        run_bench(
+            [m for m in modules if m not in done], corpus=corpus, settings=settings,
+            seed=args.seed, device=device, progress=progress, on_row=show,
+        )  # fmt: skip
     rows = [written[m] for m in modules]
     print()
     print(markdown(rows, settings, args.steps, args.seed))
@@ -468,9 +562,11 @@ def _finished_rows(path: Path, budget: dict[str, Any]) -> dict[str, Row]:
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
         old, rows = payload["budget"], payload["modules"]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not a `lifelong lm` JSON ({error}); move it or choose "
-                         "another --json") from error  # fmt: skip
+        if not isinstance(old, dict) or not isinstance(rows, dict):
+            raise TypeError("'budget' and 'modules' must be objects")
+    except (ValueError, KeyError, TypeError, RecursionError) as error:
+        raise ValueError(f"{path}: not a `lifelong lm` JSON ({type(error).__name__}: "
+                         f"{error}); move it or choose another --json") from None  # fmt: skip
     new = json.loads(json.dumps(budget))  # the types the file holds
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if changed:
@@ -480,6 +576,25 @@ def _finished_rows(path: Path, budget: dict[str, Any]) -> dict[str, Row]:
             f"{new.get(key)!r} now); move it or choose another --json"
         )
     try:
-        return {name: Row(**row) for name, row in rows.items()}
-    except TypeError as error:
-        raise ValueError(f"{path}: a row does not match the bench's fields ({error})") from error
+        return {name: _read_row(row) for name, row in rows.items()}
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: a row does not match the bench's fields ({error})") from None
+
+
+def _read_row(values: Any) -> Row:
+    """A `Row` from its JSON object, each field of its type (a number where a number is)."""
+    if not isinstance(values, dict):
+        raise TypeError(f"a row must be an object, got {values!r:.40}")
+    row = Row(**values)
+    numbers = ("params", "val_bpc", "heldout_bpc", "train_tokens_per_s", "eval_tokens_per_s")
+    for key in (*numbers, "memory_mb", "datastore", "final_train_loss", "seconds"):
+        value = getattr(row, key)
+        optional = key in ("datastore", "final_train_loss")
+        if (value is None and optional) or (
+            isinstance(value, int | float) and not isinstance(value, bool)
+        ):
+            continue
+        raise ValueError(f"{key} must be a number, got {value!r:.40}")
+    if not isinstance(row.module, str) or not isinstance(row.extra, dict):
+        raise ValueError("module must be a string and extra an object")
+    return row

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lifelong.encoders.names import MEMORY_FAMILIES
+from lifelong.options import given_text
 
 FULL_ATTENTION = "full-attention"
 """The memory-less Transformer reading the whole window at once."""
@@ -47,17 +48,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``lifelong lm`` (defaults: nanoGPT's CPU ``shakespeare_char`` recipe)."""
     parser.add_argument(
         "--corpus",
+        type=given_text,
         default=str(DEFAULT_CORPUS),
         help="UTF-8 text file; the first 90%% of characters train (default: Tiny Shakespeare)",
     )
     parser.add_argument(
         "--modules",
+        type=given_text,
         default=f"transformer,{FULL_ATTENTION},{KNN_LM},transformer-xl,{SPALM}",
         help=f"comma-separated, of: {', '.join(LM_MODULES)}",
     )
     parser.add_argument("--steps", type=int, default=2000, help="training steps per module")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument(
+        "--device", type=given_text, default="auto", help="auto, cpu, cuda or cuda:N"
+    )
     parser.add_argument("--segments", type=int, default=1, help="segments per window")
     parser.add_argument("--segment-length", type=int, default=64, help="characters per segment")
     parser.add_argument("--batch-size", type=int, default=12, help="windows per step")
@@ -67,6 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument(
         "--json",
+        type=given_text,
         help="also write {'budget': ..., 'modules': {name: row}} here, after every row; "
         "rerun with the same budget to resume (modules already there are skipped)",
     )

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lifelong.encoders.segments import SegmentEncoder, drain_auxiliary
+from lifelong.learner import DivergenceError
 from lifelong.lm.flags import DEFAULT_CORPUS
 from lifelong.streams.core import DataFormatError, decode_text
 
@@ -320,7 +321,9 @@ def train_lm(
             sparse_optimiser.step()
         value = loss.item()
         if not math.isfinite(value):
-            raise FloatingPointError(f"training loss is {value} at step {step}")
+            raise DivergenceError(
+                f"training loss is {value} at step {step}; lower the learning rate (--lr)"
+            )
         losses.append(value)
         if on_step is not None:
             on_step(step, value)

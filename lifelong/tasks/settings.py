@@ -66,6 +66,11 @@ def check_settings(kind: str, settings: TaskSettings) -> None:
             "key 'segment_ids': applies to the fewrel stream only (relation rows); QA rows "
             "always carry segment ids, classification rows none"
         )
+    if settings.pair_loss != "binary" and kind != "relation":
+        raise ValueError(
+            f"key 'pair_loss': {settings.pair_loss!r} applies to the fewrel stream only "
+            "(relation rows scored against their candidates)"
+        )
     if kind == "qa":
         try:
             check_windows(settings.max_length, settings.doc_stride, settings.max_query_length)

@@ -111,7 +111,7 @@ def test_one_seed_has_nan_std_and_missing_order_is_empty(tmp_path):
     markdown = to_markdown(table)
     assert "| seq | average accuracy | 50.0 | 60.0 | 55.0 ± 7.1 |" in markdown
     assert "| ewc | average accuracy | 70.0 | – | 70.0 |" in markdown
-    with pytest.raises(ReportError, match="no run has metric 'nope'"):
+    with pytest.raises(ReportError, match="metric 'nope': no run's metrics.json has it"):
         report_table(tmp_path, metrics=("nope",))
 
 

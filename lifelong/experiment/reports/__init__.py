@@ -60,13 +60,21 @@ from lifelong.experiment.reports.tables import (
     DEFAULT_METRICS,
     FORMATS,
     FORMATTERS,
+    check_metrics,
     latex_escape,
     report_table,
     to_csv,
     to_latex,
     to_markdown,
 )
-from lifelong.experiment.rundir import RunDirError, RunRecord, as_records, find_runs, load_run
+from lifelong.experiment.rundir import (
+    RunDirError,
+    RunRecord,
+    as_records,
+    find_runs,
+    load_run,
+    unfinished_runs,
+)
 from lifelong.files import atomic_write_text
 
 ReportError = RunDirError
@@ -173,23 +181,46 @@ def command(args: argparse.Namespace) -> int:
 
     """
     runs = list(args.runs) or ["runs"]
-    out_dir = Path(args.out) if args.out else Path(runs[0]) / "report"
+    out_dir = Path(args.out) if args.out is not None else Path(runs[0]) / "report"
     records = as_records(runs)
-    if args.compare:
-        return _compare_command(records, args)
+    if args.metric is not None:
+        check_metrics(records, (args.metric,))  # a key no run has: refused, keys listed
+    if args.compare is not None:
+        code = _compare_command(records, args)
+        _note_unfinished(runs)
+        return code
     if getattr(args, "claims", None):
         from lifelong.experiment.reports.claims import claims_markdown, judge
 
+        streams = sorted({r.stream for r in records})
+        if args.claims not in streams:
+            raise ReportError(
+                f"--claims {args.claims}: none of the {len(records)} runs is on the "
+                f"{args.claims} stream (they are on {', '.join(streams)})"
+            )
         judged = judge(records, args.claims, args.metric, method=args.method)
         print(claims_markdown(judged, args.claims, args.metric), end="")
+        _note_unfinished(runs)
         return 0
-    table = report_table(records)
+    metrics = DEFAULT_METRICS if args.metric is None else (args.metric,)
+    table = report_table(records, metrics=metrics)
     written = _write_report(records, table, out_dir, plots=not args.no_plots)
     print(FORMATTERS[args.format](table), end="")
+    _note_unfinished(runs)
     print(f"\n{len(records)} runs; wrote:", file=sys.stderr)
     for path in written.values():
         print(f"  {path}", file=sys.stderr)
     return 0
+
+
+def _note_unfinished(paths: Sequence[str | Path]) -> None:
+    """Say on stderr which run directories the report leaves out, and why (not silently)."""
+    left = unfinished_runs(paths)
+    if not left:
+        return
+    print(f"left out {len(left)} run directories without results (metrics.json):", file=sys.stderr)
+    for run_dir, why in left:
+        print(f"  {run_dir}: {why}", file=sys.stderr)
 
 
 def _compare_command(records: list[RunRecord], args: argparse.Namespace) -> int:
@@ -197,6 +228,10 @@ def _compare_command(records: list[RunRecord], args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.compare.split(",")]
     if len(names) != 2 or not all(names):
         raise ReportError(f"--compare {args.compare!r}: expected two strategies, A,B")
+    if names[0] == names[1]:
+        raise ReportError(
+            f"--compare {args.compare!r}: A and B are the same strategy; name two different ones"
+        )
     ran = {s: {r.strategy for r in records if r.stream == s} for s in {r.stream for r in records}}
     both = sorted(s for s, strategies in ran.items() if set(names) <= strategies)
     if not both:  # raises, naming the strategies that ran

@@ -91,7 +91,7 @@ def report_table(
     """
     records = as_records(runs)
     metrics = tuple(metrics)
-    _check_metrics(records, metrics)
+    check_metrics(records, metrics)
     _warn_pooled(records)
     orders = sorted({r.order for r in records}, key=lambda o: (o.startswith(CUSTOM_PREFIX), o))
     index, rows = [], []
@@ -143,11 +143,23 @@ def _has(record: RunRecord, key: str) -> bool:
     return True
 
 
-def _check_metrics(records: list[RunRecord], metrics: tuple[str, ...]) -> None:
+def check_metrics(records: Sequence[RunRecord], metrics: Sequence[str]) -> None:
+    """Refuse a metric no run's ``metrics.json`` has (``a.b`` reads a nested key).
+
+    Raises:
+        RunDirError: Naming the metric and the numeric keys the runs have.
+
+    """
     for metric in metrics:
         if not any(_has(r, metric) for r in records):
-            keys = sorted({k for r in records for k in r.metrics})
-            raise RunDirError(f"no run has metric {metric!r}; metrics.json keys: {keys}")
+            keys = sorted(
+                {k for r in records for k, v in r.metrics.items() if v is None or _is_number(v)}
+                | ({*MINUTES} if any("seconds" in r.metrics for r in records) else set())
+            )
+            raise RunDirError(
+                f"metric {metric!r}: no run's metrics.json has it; numeric keys: {', '.join(keys)}"
+                " (a nested one as a.b, e.g. strategy.write_rate)"
+            )
 
 
 def _table_row(group: list[RunRecord], metric: str, orders: list[str]) -> list[float]:

@@ -8,6 +8,7 @@ import torch
 
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import build_memory_module
+from lifelong.learner import DivergenceError
 from lifelong.lm.text import (
     DEFAULT_CORPUS,
     CausalLM,
@@ -106,7 +107,7 @@ def test_a_non_finite_loss_stops_training_at_its_step():
         return out * float("nan") if len(calls) == 5 else out  # step 4
 
     settings = TrainSettings(steps=12, batch_size=2, window=8, warmup=1)
-    with pytest.raises(FloatingPointError, match="training loss is nan at step 4"):
+    with pytest.raises(DivergenceError, match="training loss is nan at step 4"):
         train_lm(tiny_lm(vocab=10), data, settings, logits=logits)
     assert len(calls) == 5  # no step after it
 
