@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("lifelong", "strategies", "streams")
+PACKAGES = ("lifelong",)  # lifelong/strategies and lifelong/streams included
 SCOPES = {"all", "head", "lora"}
 STREAMS = {"text", "qa", "fewrel"}
 STRATEGIES = {
@@ -81,7 +81,7 @@ def test_no_stream_name_is_compared_outside_the_streams():
     hits = [
         f"{path.relative_to(ROOT)}:{line}: {other} vs {value!r}"
         for path in files()
-        if path.parent != ROOT / "streams"
+        if path.parent != ROOT / "lifelong" / "streams"
         for line, value, other in compared_strings(path)
         if "stream" in other and value in STREAMS
     ]

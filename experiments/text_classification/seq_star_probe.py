@@ -3,8 +3,8 @@
     python experiments/text_classification/seq_star_probe.py --data-dir ../shared/data/text_real
         [--orders i,ii] [--seeds 0,1,2] [--features-dir /tmp/seq_star_features] [--out table.md]
 
-SEQ* (Zheng et al., 2024; `strategies/seq_star.py`) freezes the encoder after a warm-up on the
-first task and from then on trains only the classifier rows of each new task's classes, with
+SEQ* (Zheng et al., 2024; `lifelong/strategies/seq_star.py`) freezes the encoder after a warm-up
+on the first task and from then on trains only the classifier rows of each new task's classes, with
 the earlier tasks' rows frozen (FixC) and every class's logit in the loss (P). After the
 warm-up, then, SEQ* is a sequence of classifier fits on fixed features. This script makes the
 features once (the budget protocol's stream, ``real_budget.yaml``, through its encoder in eval

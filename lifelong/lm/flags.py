@@ -22,9 +22,10 @@ LM_MODULES = (*MEMORY_FAMILIES, FULL_ATTENTION, KNN_LM, SPALM)
 """Every name ``--modules`` takes."""
 
 DEFAULT_CORPUS = (
-    Path(__file__).resolve().parents[2] / "streams" / "samples" / "tinyshakespeare" / "input.txt"
+    Path(__file__).resolve().parents[1] / "streams" / "samples" / "tinyshakespeare" / "input.txt"
 )
-"""Tiny Shakespeare, shipped with the project (``streams/samples/tinyshakespeare/README.md``)."""
+"""Tiny Shakespeare, shipped with the project (its README: ``lifelong/streams/samples/
+tinyshakespeare/README.md``)."""
 
 
 def check_modules(names: Sequence[str]) -> list[str]:

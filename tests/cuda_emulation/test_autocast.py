@@ -25,7 +25,7 @@ from lifelong.streams.registry import build_stream, stream_spec
 from lifelong.tasks.prepared import on_device
 from lifelong.training import seed_everything
 from tests.cuda_emulation.autocast_rules import check_tables_against_installed_torch
-from tests.strategies.test_evaluation_leaves_training_alone import options_for
+from tests.lifelong.strategies.test_evaluation_leaves_training_alone import options_for
 
 PRECISIONS = ("bf16", "fp16")
 KINDS = {  # task kind -> (stream, run-config keys)

@@ -17,7 +17,7 @@ from lifelong.runtime import compile_module, compile_report
 from lifelong.strategy import StrategyContext
 from lifelong.training import seed_everything
 from tests.conftest import tiny_classifier, toy_stream
-from tests.strategies.test_evaluation_leaves_training_alone import options_for
+from tests.lifelong.strategies.test_evaluation_leaves_training_alone import options_for
 
 GRAPHS = 4  # forward with and without grad, in training and evaluation mode
 

@@ -21,7 +21,7 @@ from lifelong.tasks.prepared import on_device
 from lifelong.training import seed_everything
 from tests.conftest import tiny_classifier, toy_stream
 from tests.cuda_emulation.devices import DeviceTensor, batch_on_gpu
-from tests.strategies.test_evaluation_leaves_training_alone import options_for
+from tests.lifelong.strategies.test_evaluation_leaves_training_alone import options_for
 
 
 def test_the_infinity_former_design_is_made_on_the_memorys_device():
@@ -65,7 +65,7 @@ def reachable_tensors(root):
         stack.extend(items)
 
 
-OURS = ("lifelong", "strategies", "tests")
+OURS = ("lifelong", "tests")
 
 
 @pytest.mark.filterwarnings("ignore:for .*copying from a non-meta parameter")

@@ -16,7 +16,7 @@ from lifelong.streams.core import batches
 from lifelong.training import seed_everything
 from tests.cuda_emulation.devices import GpuKind, count_syncs
 from tests.cuda_emulation.test_autocast import KINDS, stream_of
-from tests.strategies.test_evaluation_leaves_training_alone import options_for
+from tests.lifelong.strategies.test_evaluation_leaves_training_alone import options_for
 
 
 def built(strategy, kind, **options):

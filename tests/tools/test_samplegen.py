@@ -40,7 +40,8 @@ def test_the_command_writes_every_sample_and_the_seed_changes_them(tmp_path):
 
 def test_the_runtime_never_imports_the_generators():
     code = (
-        "import sys, lifelong, lifelong.experiment.cli, streams, strategies.replay; "
+        "import sys, lifelong, lifelong.experiment.cli, lifelong.streams, "
+        "lifelong.strategies.replay; "
         "assert not [m for m in sys.modules if m.startswith('tools')]"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -1,4 +1,4 @@
-"""Writers of the bundled samples in ``streams/samples/`` (never imported by the runtime).
+"""Writers of the bundled samples in ``lifelong/streams/samples/`` (never imported by the runtime).
 
 ``python -m tools.samplegen [text|qa|fewrel ...] [--out DIR] [--seed N]`` rewrites them; the
 output depends only on the seed, and a test regenerates every sample and compares it byte for
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parents[2] / "streams" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "lifelong" / "streams" / "samples"
 """Where the shipped samples live (the loaders' sample directories)."""
 
 KINDS = ("text", "qa", "fewrel")

@@ -12,7 +12,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Rewrite the bundled samples (all three by default)."""
     parser = argparse.ArgumentParser(prog="python -m tools.samplegen", description=__doc__)
     parser.add_argument("kinds", nargs="*", metavar="KIND", help=f"any of {', '.join(KINDS)}")
-    parser.add_argument("--out", help="write under this directory instead of streams/samples")
+    parser.add_argument(
+        "--out", help="write under this directory instead of lifelong/streams/samples"
+    )
     parser.add_argument("--seed", type=int, default=0, help="generator seed")
     args = parser.parse_args(argv)
     unknown = [k for k in args.kinds if k not in KINDS]

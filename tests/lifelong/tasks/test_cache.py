@@ -21,7 +21,7 @@ from lifelong.tasks.prepared import prepare
 from lifelong.tasks.settings import TaskSettings
 from tests.conftest import records
 
-SAMPLE = Path(__file__).parents[3] / "streams" / "samples" / "text_classification"
+SAMPLE = Path(__file__).parents[3] / "lifelong" / "streams" / "samples" / "text_classification"
 
 
 def test_records_round_trip_through_their_file_bytes():

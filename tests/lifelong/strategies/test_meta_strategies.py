@@ -427,7 +427,7 @@ def test_on_fewrel_the_meta_test_adapts_once_per_evaluation_as_holla(name):
     from lifelong.learner import run_stream
     from lifelong.strategy import StrategyContext
     from tests.cuda_emulation.test_autocast import KINDS, stream_of
-    from tests.strategies.test_evaluation_leaves_training_alone import options_for
+    from tests.lifelong.strategies.test_evaluation_leaves_training_alone import options_for
 
     counts = {}
     for kind in ("relation-binary", "classification"):
