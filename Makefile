@@ -70,7 +70,7 @@ $(AVA_STAMP): pyproject.toml constraints.txt
 	$(AVA_BIN)/pip install --quiet -c constraints.txt -e ".[cpu,minilm,dev,avalanche]"
 	touch $(AVA_STAMP)
 
-# The Avalanche tests (tests/integrations, marker `avalanche`), in that environment; `make test`
+# The Avalanche tests (tests/lifelong/integrations, marker `avalanche`), in that environment; `make test`
 # skips the marked ones (avalanche-lib does not import in .venv); here a failed import fails.
 test-avalanche: setup-avalanche
-	$(OFFLINE) LIFELONG_REQUIRE_AVALANCHE=1 $(AVA_BIN)/python -m pytest -q --durations=10 tests/integrations
+	$(OFFLINE) LIFELONG_REQUIRE_AVALANCHE=1 $(AVA_BIN)/python -m pytest -q --durations=10 tests/lifelong/integrations

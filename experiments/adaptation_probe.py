@@ -41,11 +41,11 @@ import numpy as np
 import torch
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.batch import Batch
 from lifelong.experiment.runs import build_run
 from lifelong.experiment.sweep import load_sweep
 from lifelong.files import atomic_write_text
 from lifelong.learner import run_stream
-from lifelong.model import Batch
 from lifelong.streams import batches
 from lifelong.training import evaluating
 

@@ -5,8 +5,9 @@ pandas; each name below loads its module on first use (``lifelong.run``,
 ``lifelong.EpisodicMemory``, ...). The layers:
 
 * the continual-learning core, in this package's top-level modules: the model and its batches
-  (`lifelong.model`), heads, the `Strategy` protocol and registry, strategy options, the learner
-  loop, training helpers, replay, local adaptation, episodes and the metrics;
+  (`lifelong.model`, `lifelong.batch`), heads, the `Strategy` protocol and registry, strategy
+  options, the learner loop, training helpers, replay, local adaptation, episodes and the
+  metrics;
 * `lifelong.tasks`: one module per task kind (classification, relation extraction, QA);
 * `lifelong.memory`: the episodic key-value memory, write policies and the key network;
 * `lifelong.encoders`: Hugging Face encoders and the memory-augmented families;
@@ -22,7 +23,7 @@ __version__ = "0.1.0"
 
 _API: dict[str, str] = {
     # core
-    "Batch": "lifelong.model",
+    "Batch": "lifelong.batch",
     "Classifier": "lifelong.model",
     "ClassificationHead": "lifelong.heads",
     "SpanHead": "lifelong.heads",

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 from torch.func import vmap
 
+from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
 from lifelong.encoders.hf import PackedLayout
 from lifelong.heads import reads_pooled_only
@@ -40,7 +41,7 @@ from lifelong.lowrank import (
     vmapped_lora_logits,
 )
 from lifelong.memory import EpisodicWriter
-from lifelong.model import PADDING_SCORE, Batch, Classifier
+from lifelong.model import PADDING_SCORE, Classifier
 from lifelong.options import (
     NonNegativeFloat,
     NonNegativeInt,

@@ -38,9 +38,10 @@ import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
+from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput
 from lifelong.encoders.hf import PROJECTIONS, PackedLayout, packed_layer
-from lifelong.model import Batch, Classifier
+from lifelong.model import Classifier
 
 Params = dict[str, torch.Tensor]
 

@@ -21,9 +21,9 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput
 from lifelong.inner_loop import Params, local_adapt
-from lifelong.model import Batch
 from lifelong.replay_schedule import SparseReplay
 from lifelong.runtime import eager_call
 from lifelong.state import Counters

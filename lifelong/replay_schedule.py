@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from lifelong.batch import Batch
 from lifelong.memory import EpisodicMemory, EpisodicWriter, WritePolicy
-from lifelong.model import Batch
 from lifelong.options import PositiveFloat, PositiveInt, Probability, Range, option_group
 from lifelong.strategy import StrategyContext
 from lifelong.training import Trainer, train_step

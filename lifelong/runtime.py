@@ -39,7 +39,7 @@ from torch import nn
 from torch.func import functional_call
 
 if TYPE_CHECKING:
-    from lifelong.model import Batch
+    from lifelong.batch import Batch
 
 Precision = Literal["fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")

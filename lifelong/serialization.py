@@ -9,7 +9,7 @@ accepts data and nothing else:
   dicts, lists, tuples, sets, strings, numbers, ``None``; ``OrderedDict``; torch dtypes);
 * NumPy arrays and scalars (generator states are arrays), rebuilt by NumPy's own
   reconstructors from the bytes in the file;
-* the two plain records a strategy's state holds: `lifelong.model.Batch` (tensors; the
+* the two plain records a strategy's state holds: `lifelong.batch.Batch` (tensors; the
   pending batches of a meta-learner's episode) and `lifelong.memory.records.ExampleRecords`
   (int arrays), both frozen dataclasses restored field by field, without running code.
 
@@ -55,10 +55,11 @@ def _numpy_globals() -> list[Any]:
 
 
 def _record_globals() -> list[Any]:
+    from lifelong.batch import Batch
     from lifelong.memory.records import ExampleRecords
-    from lifelong.model import Batch
 
-    return [Batch, ExampleRecords]
+    # checkpoints written before `Batch` had its own module name it lifelong.model.Batch
+    return [Batch, (Batch, "lifelong.model.Batch"), ExampleRecords]
 
 
 def data_globals() -> list[Any]:

@@ -21,7 +21,8 @@ from lifelong.training import Trainer
 if TYPE_CHECKING:
     import torch
 
-    from lifelong.model import Batch, Classifier
+    from lifelong.batch import Batch
+    from lifelong.model import Classifier
     from lifelong.streams.core import Example, TaskStream
     from lifelong.tasks import TaskKind
 

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from lifelong.model import Batch, Classifier
+from lifelong.batch import Batch
+from lifelong.model import Classifier
 from lifelong.options import NonNegativeInt, Probability, option_group
 from lifelong.runtime import CPU, Runtime
 

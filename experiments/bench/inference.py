@@ -28,8 +28,8 @@ import torch
 from local_adaptation import test_batch, train  # the sibling benchmark's setup
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.batch import Batch
 from lifelong.memory import DiversityWrite, EpisodicMemory
-from lifelong.model import Batch
 from lifelong.strategies.meta_mbpa import MetaMbPA, MetaMbPAOptions
 from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from lifelong.strategy import StrategyContext

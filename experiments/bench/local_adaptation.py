@@ -44,9 +44,9 @@ import numpy as np
 import torch
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.batch import Batch
 from lifelong.experiment.config import RunConfig
 from lifelong.experiment.runs import build_model
-from lifelong.model import Batch
 from lifelong.runtime import CPU, Runtime, to_cpu
 from lifelong.scopes import check_scope
 from lifelong.serialization import load_data

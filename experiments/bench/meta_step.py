@@ -23,8 +23,9 @@ import torch
 from scale import NEIGHBOURS, prefill
 
 from lifelong import registry
+from lifelong.batch import Batch
 from lifelong.encoders import load_encoder, load_tokenizer
-from lifelong.model import Batch, Classifier
+from lifelong.model import Classifier
 from lifelong.runtime import Runtime
 from lifelong.strategy import StrategyContext
 from lifelong.streams import batches, text_classification_stream

@@ -52,10 +52,11 @@ from transformers import BertConfig, BertModel
 
 from lifelong import registry
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.batch import Batch
 from lifelong.encoders import load_tokenizer
 from lifelong.encoders.hf import HFEncoder, tiny_bert_config
 from lifelong.memory import EpisodicMemory, WriteAll
-from lifelong.model import Batch, Classifier
+from lifelong.model import Classifier
 from lifelong.runtime import Runtime, compile_module
 from lifelong.strategy import StrategyContext
 from lifelong.streams import batches, text_classification_stream

@@ -68,7 +68,7 @@ tasks), T tasks:
   every experience after every training experience, with matching ``current_experience``
   ids); ours are pure functions of R. With one task both libraries give nothing (None).
 
-``tests/integrations/test_avalanche.py`` checks all of this on a run evaluated by both.
+``tests/lifelong/integrations/test_avalanche.py`` checks all of this on a run evaluated by both.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from lifelong.model import PADDING_SCORE, Batch, Classifier
+from lifelong.batch import Batch
+from lifelong.model import PADDING_SCORE, Classifier
 from lifelong.options import (
     NonNegativeFloat,
     PositiveFloat,

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from lifelong.model import Batch
+    from lifelong.batch import Batch
 
 
 class KeyEncoder:

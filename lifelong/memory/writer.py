@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from lifelong.batch import Batch
     from lifelong.memory.records import ExampleRecords
-    from lifelong.model import Batch
     from lifelong.tasks import TaskKind
 
 

@@ -17,7 +17,8 @@ from typing import Annotated, ClassVar, Literal
 
 import torch
 
-from lifelong.model import Batch, Classifier
+from lifelong.batch import Batch
+from lifelong.model import Classifier
 from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
 from lifelong.state import Counters, ResumableParts

@@ -24,10 +24,11 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput
 from lifelong.inner_loop import Params
 from lifelong.meta_episodes import adapt_per_batch
-from lifelong.model import Batch, Classifier
+from lifelong.model import Classifier
 from lifelong.options import option_group
 from lifelong.strategies.oml_er import OMLER, OMLEROptions
 from lifelong.strategy import StrategyContext

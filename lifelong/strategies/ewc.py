@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from lifelong.batch import Batch
 from lifelong.memory import EpisodicMemory, ReservoirWrite
-from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveInt, Probability, option_group
 from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts

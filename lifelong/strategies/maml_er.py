@@ -29,10 +29,10 @@ from typing import ClassVar, Literal
 
 import torch
 
+from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
 from lifelong.inner_loop import Params
 from lifelong.meta_episodes import Episode, MetaReplay, adapt_per_batch
-from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.replay_schedule import (
     ClipOptions,

@@ -13,8 +13,8 @@ from typing import ClassVar
 import torch
 
 from lifelong.adaptation import AdaptationOptions, MemoryAdaptation
+from lifelong.batch import Batch
 from lifelong.memory import EpisodicWriter
-from lifelong.model import Batch
 from lifelong.options import option_group
 from lifelong.replay_schedule import ClipOptions, WriteOptions, episodic_writer
 from lifelong.state import ResumableParts

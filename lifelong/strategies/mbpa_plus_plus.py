@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 import torch
 
 from lifelong.adaptation import AdaptationOptions
-from lifelong.model import Batch
+from lifelong.batch import Batch
 from lifelong.options import option_group
 from lifelong.replay_schedule import (
     ClipOptions,

@@ -55,10 +55,10 @@ import torch
 from torch.func import functional_call
 
 from lifelong.adaptation import LocalAdaptationOptions, frozen_prefix
+from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
 from lifelong.inner_loop import Params, local_adapt, summed_gradient
 from lifelong.memory import DiversityWrite, EpisodicMemory, EpisodicWriter
-from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range, option_group
 from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, episodic_writer
 from lifelong.runtime import eager_call

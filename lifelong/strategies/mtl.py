@@ -21,8 +21,8 @@ from typing import Annotated, ClassVar
 import numpy as np
 import torch
 
+from lifelong.batch import Batch
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import Batch
 from lifelong.options import PositiveInt, Range, option_group
 from lifelong.replay_schedule import ClipOptions
 from lifelong.state import Counters, ResumableParts

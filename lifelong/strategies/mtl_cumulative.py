@@ -15,8 +15,8 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from lifelong.batch import Batch
 from lifelong.memory import EpisodicMemory
-from lifelong.model import Batch
 from lifelong.options import PositiveInt, option_group
 from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts

@@ -24,10 +24,10 @@ from typing import ClassVar, Literal
 import torch
 from torch import nn
 
+from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput
 from lifelong.inner_loop import Params
 from lifelong.meta_episodes import Episode, MetaReplay, adapt_head
-from lifelong.model import Batch
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.replay_schedule import (
     ClipOptions,

@@ -20,7 +20,7 @@ from typing import Annotated, ClassVar, Literal
 
 import torch
 
-from lifelong.model import Batch
+from lifelong.batch import Batch
 from lifelong.options import Range, option_group
 from lifelong.replay_schedule import (
     ClipOptions,

@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar
 
 import torch
 
-from lifelong.model import Batch
+from lifelong.batch import Batch
 from lifelong.options import Range, option_group
 from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts

@@ -31,8 +31,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 
+from lifelong.batch import Batch
 from lifelong.heads import CosineHead
-from lifelong.model import Batch
 from lifelong.options import PositiveFloat, Probability, Range, option_group
 from lifelong.replay_schedule import ClipOptions
 from lifelong.state import Counters

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from lifelong.batch import Batch
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import Batch
 from lifelong.tasks.settings import TaskSettings
 
 Settings = TaskSettings | None

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import torch
 
+from lifelong.batch import Batch
 from lifelong.heads import ClassificationHead
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import Batch, task_loss
+from lifelong.model import task_loss
 from lifelong.tasks.base import Settings, TaskSettings, pad_rows
 
 if TYPE_CHECKING:

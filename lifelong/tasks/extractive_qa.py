@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
+from lifelong.batch import Batch
 from lifelong.heads import SpanHead
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import PADDING_SCORE, Batch, task_loss
+from lifelong.model import PADDING_SCORE, task_loss
 from lifelong.tasks.base import Settings, TaskSettings, Tokens, group_mean, pad_rows, pad_types
 from lifelong.tasks.settings import check_windows
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from lifelong.batch import Batch
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import Batch
 from lifelong.runtime import to_device
 
 if TYPE_CHECKING:

@@ -29,9 +29,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from lifelong.batch import Batch
 from lifelong.heads import ClassificationHead
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import Batch
 from lifelong.tasks.base import Settings, TaskSettings, Tokens, group_mean, pad_rows, pad_types
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from lifelong.model import Batch
+from lifelong.batch import Batch
 
 SYNC_FUNCTIONS = {
     "item",

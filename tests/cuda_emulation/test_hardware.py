@@ -130,7 +130,7 @@ def test_concurrent_sweep_workers_on_a_two_gpu_host_each_have_their_own(tmp_path
 
 def test_sweep_points_keep_their_device_in_their_config(tmp_path, monkeypatch):
     from lifelong.experiment import sweep as sweeps
-    from tests.lifelong.test_sweep import tiny_sweep
+    from tests.lifelong.experiment.test_sweep import tiny_sweep
 
     monkeypatch.setattr(sweeps, "_visible_gpus", lambda: 2)
     seen = []
@@ -147,7 +147,7 @@ def test_sweep_points_keep_their_device_in_their_config(tmp_path, monkeypatch):
 def test_a_gpu_batch_is_copied_from_pinned_memory_on_a_side_stream(task, monkeypatch):
     """Failure 10: prefetched batches were copied from pageable memory on the default stream,
     so the copy could not overlap the model's work."""
-    from lifelong.model import Batch
+    from lifelong.batch import Batch
     from lifelong.runtime import to_device
 
     calls = []

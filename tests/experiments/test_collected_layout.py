@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lifelong.test_reports import make_run
+from tests.lifelong.experiment.test_reports import make_run
 
 ROOT = Path(__file__).parents[2]
 COLLECT = ROOT / "experiments" / "collect_real_budget.sh"

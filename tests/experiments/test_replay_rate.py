@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.lifelong.test_reports import make_run
+from tests.lifelong.experiment.test_reports import make_run
 
 
 @pytest.fixture

@@ -98,8 +98,9 @@ def test_the_probes_classifier_phase_is_seq_stars(probe):
     """`fit_task` trains the rows exactly as `SeqStar.observe` does on the same features."""
     from types import SimpleNamespace
 
+    from lifelong.batch import Batch
     from lifelong.heads import ClassificationHead
-    from lifelong.model import Batch, Classifier
+    from lifelong.model import Classifier
     from lifelong.strategies.seq_star import SeqStar, SeqStarOptions
     from lifelong.strategy import StrategyContext
 

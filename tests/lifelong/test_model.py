@@ -2,7 +2,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lifelong.model import Batch, Classifier, task_loss
+from lifelong.batch import Batch
+from lifelong.model import Classifier, task_loss
 from tests.conftest import tiny_classifier, toy_stream
 
 

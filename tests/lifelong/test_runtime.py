@@ -31,8 +31,8 @@ from lifelong.strategy import StrategyContext
 from lifelong.tasks.prepared import PreparedKind, base_kind, on_device
 from lifelong.training import seed_everything
 from tests.conftest import tiny_classifier, toy_stream
+from tests.lifelong.experiment.test_checkpoint import Crash, crash_at, small_config
 from tests.lifelong.strategies.test_evaluation_leaves_training_alone import options_for
-from tests.lifelong.test_checkpoint import Crash, crash_at, small_config
 
 CUDA = pytest.mark.cuda
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from lifelong.batch import Batch
 from lifelong.memory.records import ExampleRecords
-from lifelong.model import Batch
 from lifelong.serialization import UnreadableFileError, UnsafeFileError, load_data
 
 

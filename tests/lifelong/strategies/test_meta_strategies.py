@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from lifelong import registry
+from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
 from lifelong.learner import evaluate, evaluate_all
 from lifelong.meta_episodes import EpisodeBuffer
-from lifelong.model import Batch
 from lifelong.replay_schedule import ReplaySchedule
 from lifelong.scopes import Head
 from lifelong.strategies.anml_er import ANMLER

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from lifelong import registry
-from lifelong.model import Batch
+from lifelong.batch import Batch
 from lifelong.strategies.replay import Replay, ReplayStrategyOptions
 from lifelong.strategies.seq import Seq
 from lifelong.strategy import StrategyContext

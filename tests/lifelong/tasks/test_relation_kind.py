@@ -3,8 +3,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lifelong.batch import Batch
 from lifelong.learner import evaluate_metrics
-from lifelong.model import Batch
 from lifelong.strategy import StrategyHooks
 from lifelong.streams import Example
 from lifelong.tasks import TaskSettings, build_task

@@ -16,7 +16,7 @@ from lifelong.experiment.reports import (
     summary_table,
 )
 from lifelong.experiment.reports.stats import bootstrap_interval, summary_markdown, t_interval
-from tests.lifelong.test_reports import make_run
+from tests.lifelong.experiment.test_reports import make_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

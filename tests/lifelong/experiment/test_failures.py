@@ -28,7 +28,7 @@ from lifelong.experiment.index import RunIndex
 from lifelong.experiment.lock import LOCK_NAME, RunLockedError, hold, holder
 from lifelong.learner import DivergenceError, StreamPosition
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TINY = ["run", "--encoder", "tiny", "--no-progress", "--tasks", "ag_news,yelp"]
 SMALL = [*TINY, "--train-size", "40", "--test-size", "20", "--batch-size", "8"]
 

@@ -24,7 +24,7 @@ from lifelong.experiment.sweep import load_sweep, run_sweep
 from lifelong.serialization import UnsafeFileError
 from lifelong.streams import text_classification_stream
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def tiny(tmp_path, **changes) -> RunConfig:

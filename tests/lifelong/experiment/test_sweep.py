@@ -16,7 +16,7 @@ from lifelong.experiment.config import ConfigError, load_run_config
 from lifelong.experiment.index import RunIndex
 from lifelong.experiment.sweep import load_sweep, run_sweep, sweep_from_dict
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def tiny_run(tmp_path, checkpoint_every=1):

@@ -23,7 +23,7 @@ from lifelong.experiment.config import ConfigError
 from lifelong.experiment.index import RunIndex, RunIndexError
 from lifelong.experiment.sweep import check_ray_address, load_sweep, run_sweep
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TINY = ["run", "--encoder", "tiny", "--no-progress", "--tasks", "ag_news,yelp"]
 SMALL = [*TINY, "--train-size", "8", "--test-size", "4", "--batch-size", "4"]
 

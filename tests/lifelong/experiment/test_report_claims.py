@@ -11,7 +11,7 @@ from lifelong.experiment.reports.claims import ABLATIONS, CHAINS, Claim, claims,
 from lifelong.experiment.reports.stats import pairwise_table
 from lifelong.experiment.rundir import find_runs
 from lifelong.streams.registry import STREAMS
-from tests.lifelong.test_reports import make_run
+from tests.lifelong.experiment.test_reports import make_run
 
 
 def test_a_chain_claims_every_pair_it_orders():

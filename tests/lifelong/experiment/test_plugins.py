@@ -9,7 +9,7 @@ import pytest
 from lifelong import registry
 from lifelong.experiment.cli import main
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "write-your-own-strategy.md"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guide" / "write-your-own-strategy.md"
 
 
 def readme_example() -> str:
