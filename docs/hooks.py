@@ -50,6 +50,7 @@ GUIDE = (
     "tasks-and-memory",
     "library",
     "write-your-own-strategy",
+    "write-your-own-encoder",
     "metrics",
     "encoders",
     "ecosystem",

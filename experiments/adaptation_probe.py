@@ -133,9 +133,9 @@ def probe(
         stream,
         trained,
         kind,
-        batch_size=config.batch_size,
-        eval_batch_size=built.runtime.eval_batch_size(config.eval_batch_size),
-        seed=config.seed,
+        batch_size=config.training.batch_size,
+        eval_batch_size=built.runtime.eval_batch_size(config.training.eval_batch_size),
+        seed=config.training.seed,
         progress=False,
         runtime=built.runtime,
     )
@@ -149,7 +149,9 @@ def probe(
 
     def oracle(values: np.ndarray, wanted: Callable[[Batch, int], np.ndarray]) -> Reader:
         def predict(batch: Batch, task: int) -> torch.Tensor:
-            slots = oracle_slots(wanted(batch, task), values, adapter.options.k, config.seed)
+            slots = oracle_slots(
+                wanted(batch, task), values, adapter.options.k, config.training.seed
+            )
             with evaluating(model):
                 return adapter.path(device)(batch, slots)
 
@@ -163,7 +165,7 @@ def probe(
 
     def adapted(options: AdaptationOptions) -> Reader:
         """Scores after local adaptation with ``options`` (at ``steps=0``: the plain scores)."""
-        other = LocalAdapter(model, writer, options, seed=config.seed)
+        other = LocalAdapter(model, writer, options, seed=config.training.seed)
         return lambda batch, task: other.logits(batch)
 
     predictors: dict[str, Reader] = {
@@ -191,7 +193,7 @@ def probe(
         n = len(part.test)
         accuracy = {name: 100 * value / n for name, value in correct.items()}
         rows.append(TaskRow(part.name, n, accuracy, 100 * same_label / n, 100 * same_task / n))
-    title = f"{strategy}, {config.stream} order {order}, seed {seed} ({config_path.name})"
+    title = f"{strategy}, {config.stream.name} order {order}, seed {seed} ({config_path.name})"
     return ProbeResult(title, rows, [float(v) for v in result.accuracy[-1]])
 
 

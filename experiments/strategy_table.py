@@ -55,7 +55,7 @@ def main() -> None:
         )
         print(lines[-1], flush=True)
     table = "\n".join(lines) + "\n"
-    print(f"\n{base.stream} stream ({m['metric']}):\n{table}")
+    print(f"\n{base.stream.name} stream ({m['metric']}):\n{table}")
     if args.out:
         atomic_write_text(args.out, table)
 

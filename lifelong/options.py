@@ -118,6 +118,56 @@ Probability = Annotated[float, Range(0, 1)]
 T = TypeVar("T")
 
 
+NOT_A_KEY: Mapping[str, Any] = types.MappingProxyType({"key": False})
+"""Field metadata: a field of a config section that is not a config key (set by the code)."""
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Each field's description from the Google-style ``Attributes:`` sections of ``cls``.
+
+    A field's type, default and description are declared once, on its class: the type and
+    default in the annotation, the description in the docstring. The command line's help text
+    is read from here. Base classes are read first; a subclass may redescribe a field.
+
+    Returns:
+        Field name -> its description on one line (fields without one are absent).
+
+    """
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        docs.update(_attributes(klass.__dict__.get("__doc__") or ""))
+    return docs
+
+
+def _attributes(docstring: str) -> dict[str, str]:
+    """The ``name: text`` entries of a docstring's ``Attributes:`` section, joined per entry."""
+    out: dict[str, str] = {}
+    lines = docstring.expandtabs().splitlines()
+    inside, indent, name = False, 0, ""
+    for line in lines:
+        stripped = line.strip()
+        if stripped == "Attributes:":
+            inside, indent, name = True, -1, ""
+            continue
+        if not inside:
+            continue
+        if not stripped:
+            continue
+        depth = len(line) - len(line.lstrip())
+        if indent < 0:
+            indent = depth
+        if depth < indent or (depth == indent and stripped.endswith(":") and " " not in stripped):
+            inside = False  # the next section (``Raises:``) or the docstring's text again
+            continue
+        entry = re.match(r"(\w+)(?: \(.*?\))?: (.*)", stripped) if depth == indent else None
+        if entry:
+            name = entry.group(1)
+            out[name] = entry.group(2)
+        elif name:
+            out[name] += " " + stripped
+    return out
+
+
 def option_group(cls: type[T]) -> type[T]:
     """Make ``cls`` a frozen dataclass whose fields are checked on construction.
 

@@ -10,8 +10,7 @@ import os
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,6 +20,7 @@ from lifelong.batch import Batch
 from lifelong.model import Classifier
 from lifelong.options import NonNegativeInt, Probability, option_group
 from lifelong.runtime import CPU, Runtime
+from lifelong.training_options import TrainingOptions as TrainingOptions  # the section
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
@@ -372,62 +372,3 @@ class TaskTraining:
     def resumable_parts(self) -> dict[str, Any]:
         """The resumable parts: the trainer, and the schedule's counter when there is one."""
         return {"trainer": self.trainer, **TaskSchedule.resumable_parts(self.schedule)}
-
-
-@dataclass(frozen=True)
-class TrainingOptions:
-    """A run's ``training:`` section: optimisation, seed, where it computes, checkpoints.
-
-    Defaults are de Masson d'Autume et al.'s (2019, §4: batch 32, Adam at 3e-5).
-
-    Attributes:
-        lr: Learning rate of the main optimiser.
-        batch_size: Training mini-batch size in examples.
-        eval_batch_size: Evaluation batch size in examples; ``"auto"``: 64 on the CPU, 512 on a
-            GPU (batches are length-sorted, and prediction keeps no graph).
-        seed: Seeds shuffles, initialisation, memory, QA/FewRel sampling (the
-            text-classification sample is fixed: seed 42, Holla et al., 2020).
-        device: ``"auto"`` (CUDA device 0 when one is visible, else the CPU), ``"cpu"``,
-            ``"cuda"`` or ``"cuda:N"`` (`lifelong.runtime`); a checkpoint resumes on any device.
-        precision: ``"auto"``: bf16 autocast on a bf16-capable CUDA device, else fp32;
-            ``"fp16"``: autocast with loss scaling, for GPUs without bf16.
-        compile: Wrap the encoder in ``torch.compile`` (weights and checkpoints unchanged).
-        memory_index: Episodic memory's nearest-neighbour search (`lifelong.memory.search`).
-        token_cache: Where token ids are cached across runs (`lifelong.tasks.cache`).
-        checkpoint_every: Also checkpoint every N mini-batches (0: at task ends only).
-        keep_checkpoint: Keep ``checkpoint.pt`` once the run has finished.
-        progress: Show tqdm progress bars.
-
-    """
-
-    lr: float = 3e-5
-    batch_size: int = 32
-    eval_batch_size: int | Literal["auto"] = "auto"
-    seed: int = 0
-    device: str = "auto"
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    compile: bool = False
-    memory_index: str = "auto"
-    token_cache: str = "auto"
-    checkpoint_every: int = 0
-    keep_checkpoint: bool = False
-    progress: bool = True
-
-    def check(self) -> None:
-        """The device name and the memory's index spec, without touching either.
-
-        Raises:
-            ValueError: Naming the key and what it allows.
-
-        """
-        from lifelong.memory.search import check_index
-        from lifelong.runtime import DeviceError, check_device_name
-
-        try:
-            check_device_name(self.device)
-        except DeviceError as err:
-            raise ValueError(f"key 'device': {err}") from None
-        try:
-            check_index(self.memory_index)
-        except ValueError as err:
-            raise ValueError(f"key 'memory_index': {err}") from None

@@ -45,7 +45,7 @@ import torch
 
 from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.batch import Batch
-from lifelong.experiment.config import RunConfig
+from lifelong.experiment.config import from_dict
 from lifelong.experiment.runs import build_model
 from lifelong.runtime import CPU, Runtime, to_cpu
 from lifelong.scopes import check_scope
@@ -66,21 +66,21 @@ def train(
     With ``state``, the trained strategy is read from that file when it exists (a bench run
     on the same seed saved it) and written there otherwise.
     """
-    config = RunConfig(encoder="minilm", lr=1e-4, batch_size=16, seed=seed)
+    config = from_dict(dict(encoder="minilm", lr=1e-4, batch_size=16, seed=seed))
     stream = text_classification_stream("i")
     model, kind = build_model(
-        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+        config.encoder, config.task_settings(), stream, seed=config.training.seed
     )
     task = on_device(kind, runtime.device)
     context = StrategyContext(
-        model.to(runtime.device), task, lr=config.lr, seed=seed, runtime=runtime
+        model.to(runtime.device), task, lr=config.training.lr, seed=seed, runtime=runtime
     )
     strategy = MbPAPlusPlus(context, MbPAPlusPlusOptions(replay_every=100, replay_ratio=0.3))
     if state is not None and state.is_file():
         strategy.load_state_dict(read_state(state))
         return strategy, stream, task
     for i, part in enumerate(stream):
-        for chunk in batches(part.train, config.batch_size, shuffle=True, seed=seed + i):
+        for chunk in batches(part.train, config.training.batch_size, shuffle=True, seed=seed + i):
             strategy.observe(task(chunk))
     if state is not None:
         torch.save(to_cpu(strategy.state_dict()), state)

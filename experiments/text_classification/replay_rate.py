@@ -42,10 +42,10 @@ def at_ratio(sweep: Sweep, ratio: float, strategies: list[str]) -> Sweep:
     At the budget's own rate (every given strategy already replays ``ratio``) it is the budget
     sweep itself, so the ablation reads the budget's runs instead of repeating them.
     """
-    own = sweep.base.strategy_options
+    own = sweep.base.strategy.options
     if all(own.get(name, {}).get("replay_ratio") == ratio for name in strategies):
         return sweep
-    options = {name: dict(values) for name, values in sweep.base.strategy_options.items()}
+    options = {name: dict(values) for name, values in sweep.base.strategy.options.items()}
     for name in strategies:
         options.setdefault(name, {})["replay_ratio"] = ratio
     base = sweep.base.replace(strategy_options=options)

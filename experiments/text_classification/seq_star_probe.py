@@ -91,7 +91,7 @@ def encode(data_dir: Path, order: str, cache: Path | None) -> Features:
     afresh from the order's label space.
     """
     config = load_sweep(BUDGET).base.replace("probe", data_dir=str(data_dir), order=order)
-    spec, settings, encoder, _, training, _ = config.sections()
+    spec, settings, encoder, training = config.stream, config.task, config.encoder, config.training
     seed_everything(training.seed)
     stream = build_stream(spec, seed=training.seed)
     model, task = build_model(encoder, settings, stream, seed=training.seed)

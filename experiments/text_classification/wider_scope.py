@@ -37,7 +37,7 @@ METRICS = ("average_accuracy", "bwt", "forgetting")
 
 def at_scope(sweep: Sweep, scope: str) -> Sweep:
     """The budget sweep's MbPA++ alone, adapting ``scope`` at test time, in a folder of its own."""
-    options = {name: dict(values) for name, values in sweep.base.strategy_options.items()}
+    options = {name: dict(values) for name, values in sweep.base.strategy.options.items()}
     options.setdefault(STRATEGY, {})["adapt_scope"] = scope
     base = sweep.base.replace(strategy_options=options)
     return dataclasses.replace(

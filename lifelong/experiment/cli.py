@@ -10,68 +10,27 @@ import argparse
 import dataclasses
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 from lifelong import registry
-from lifelong.encoders.names import OFFLINE_NAMES, EncoderError
-from lifelong.experiment.config import DEMO_CONFIG, ConfigError, RunConfig, load_yaml
+from lifelong.encoders.names import EncoderError
+from lifelong.experiment.config import (
+    DEMO_CONFIG,
+    ConfigError,
+    Key,
+    RunConfig,
+    config_keys,
+    flatten,
+    load_yaml,
+    read_yaml,
+)
 from lifelong.experiment.index import RunIndexError
 from lifelong.experiment.trust import LOCATION_FLAGS
 from lifelong.options import OptionsError, given_text
-from lifelong.streams import (
-    DATASETS,
-    ORDERS,
-    QA_DATASETS,
-    STREAMS,
-    DataFormatError,
-    UnknownNameError,
-)
-
-# Flag -> config key, for the flags that override a config value one to one.
-RUN_FLAGS = {
-    "stream": "stream",
-    "strategy": "strategy",
-    "order": "order",
-    "tasks": "tasks",
-    "data_dir": "data_dir",
-    "data_source": "data_source",
-    "train_size": "train_size",
-    "test_size": "test_size",
-    "encoder": "encoder",
-    "segment_length": "segment_length",
-    "document_passes": "document_passes",
-    "max_length": "max_length",
-    "batch_size": "batch_size",
-    "eval_batch_size": "eval_batch_size",
-    "lr": "lr",
-    "seed": "seed",
-    "output_dir": "output_dir",
-    "run_index": "run_index",
-    "token_cache": "token_cache",
-    "checkpoint_every": "checkpoint_every",
-    "glove": "glove",
-    "fewrel_tasks": "fewrel_tasks",
-    "doc_stride": "doc_stride",
-    "pair_loss": "pair_loss",
-    "device": "device",
-    "precision": "precision",
-    "compile": "compile",
-    "memory_index": "memory_index",
-    "logger": "loggers",
-    "tracking_uri": "tracking_uri",
-    "wandb_mode": "wandb_mode",
-}
-
-
-def _int_or_auto(value: str) -> int | str:
-    """An argparse type: ``auto`` or an integer."""
-    if value == "auto":
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer or auto, got {value!r}") from None
+from lifelong.streams import DataFormatError, UnknownNameError
 
 
 def _positive_int(value: str) -> int:
@@ -100,106 +59,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", type=given_text, help=f"YAML run config (default: the demo, {DEMO_CONFIG.name})"
     )
     run.add_argument(
-        "--stream",
-        choices=list(STREAMS),
-        help="text classification (default), question answering, or lifelong FewRel",
-    )
-    run.add_argument(
-        "--strategy", type=given_text, help="registered strategy name (see `lifelong strategies`)"
-    )
-    run.add_argument(
-        "--order", choices=sorted(ORDERS), help="paper task order of the text and QA streams"
-    )
-    run.add_argument(
-        "--tasks",
-        help=f"comma-separated datasets in training order (text: {', '.join(DATASETS)}; "
-        f"qa: {', '.join(QA_DATASETS)}); FewRel's tasks are clusters: see --fewrel-tasks",
-    )
-    run.add_argument(
-        "--data-dir",
-        type=given_text,
-        help="directory of the real data (text: the Zhang et al. CSV folders; qa: squad/, "
-        "triviaqa/, quac/; fewrel: Wang et al.'s relation_name.txt, training_data.txt, "
-        "val_data.txt); default: the bundled sample",
-    )
-    run.add_argument(
-        "--data-source",
-        choices=["files", "hf"],
-        help="files (the layouts above, the default) or hf: Hugging Face datasets, from the hub "
-        "by id, or from --data-dir holding <dataset>/ save_to_disk directories or parquet files",
-    )
-    run.add_argument(
-        "--train-size",
-        type=int,
-        help="training examples per task: text, per dataset (default 115000 with --data-dir); "
-        "qa, questions per dataset; fewrel, sentences per relation (default: all)",
-    )
-    run.add_argument(
-        "--test-size",
-        type=int,
-        help="test examples per task, as --train-size (text default 7600 with --data-dir)",
-    )
-    run.add_argument(
-        "--encoder",
-        type=given_text,
-        help=f"a Hugging Face name or local path, or one of {', '.join(OFFLINE_NAMES)} "
-        "(offline; minilm is the default, tiny a random 2-layer BERT for tests)",
-    )
-    run.add_argument(
-        "--segment-length", type=int, help="memory-augmented encoders: tokens per segment"
-    )
-    run.add_argument(
-        "--document-passes",
-        type=int,
-        help="memory-augmented encoders: reads of each input, each from the memory the last "
-        "left (default: the design's; 1 turns off ernie-doc's retrospective feed)",
-    )
-    run.add_argument("--max-length", type=int, help="tokens per input")
-    run.add_argument("--batch-size", type=int, help="training mini-batch size")
-    run.add_argument(
-        "--eval-batch-size",
-        type=_int_or_auto,
-        help="evaluation batch size (auto: 64 on the CPU, 512 on a GPU)",
-    )
-    run.add_argument("--lr", type=float, help="learning rate")
-    run.add_argument("--seed", type=int, help="random seed")
-    run.add_argument(
-        "--output-dir",
-        type=given_text,
-        help="where run directories go (default: runs); with --resume: confirms the run's own "
-        "where it lies far from the run",
-    )
-    run.add_argument(
-        "--run-index",
-        type=given_text,
-        help="the SQLite run index (default: <output-dir>/index.sqlite); with --resume: "
-        "confirms the run's own where it lies far from the run",
-    )
-    run.add_argument(
-        "--token-cache",
-        type=given_text,
-        help="folder of tokenised splits reused across runs: auto ($LIFELONG_CACHE_DIR, else "
-        "~/.cache/lifelong/tokens), off, or a path",
-    )
-    run.add_argument(
         "-o",
         "--option",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="strategy option, repeatable (e.g. -o replay_every=100)",
-    )
-    run.add_argument(
-        "--checkpoint-every",
-        type=int,
-        help="also checkpoint every N training mini-batches (default: only at task ends); "
-        "with --resume: from here on, recorded in the run's config.yaml",
+        help="strategy option, repeatable (e.g. -o replay_every=100; `lifelong strategies`)",
     )
     run.add_argument(
         "--resume",
         type=given_text,
         metavar="RUN_DIR",
-        help="continue a killed or interrupted run from its directory (no other run flags)",
+        help="continue a killed or interrupted run from its directory (no other run flags but "
+        f"{', '.join('--' + k.replace('_', '-') for k in RESUME_FLAGS)})",
     )
     run.add_argument(
         "--runs",
@@ -207,52 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="FewRel: average over N shuffled cluster orders (cluster_order 0..N-1)",
     )
-    run.add_argument("--doc-stride", type=int, help="QA: tokens shared by consecutive windows")
-    run.add_argument(
-        "--glove", type=given_text, help="FewRel: GloVe text file to cluster relation names with"
-    )
-    run.add_argument("--fewrel-tasks", type=int, help="FewRel: relation clusters (default 10)")
-    run.add_argument(
-        "--pair-loss",
-        choices=["binary", "softmax"],
-        help="FewRel: binary loss per pair (default) or softmax over each sentence's candidates",
-    )
-    run.add_argument(
-        "--device",
-        type=given_text,
-        help="auto (CUDA when available; the default), cpu, cuda or cuda:N; "
-        "with --resume: continue on this device",
-    )
-    run.add_argument(
-        "--precision",
-        choices=["auto", "fp32", "bf16", "fp16"],
-        help="auto (bf16 on a bf16-capable GPU, else fp32), fp32, bf16 autocast, or fp16 "
-        "autocast with loss scaling",
-    )
-    run.add_argument(
-        "--compile",
-        action="store_const",
-        const=True,
-        help="wrap the encoder in torch.compile (with --resume: continue compiled)",
-    )
-    run.add_argument(
-        "--memory-index",
-        type=given_text,
-        help="episodic memory search: auto (the default: exact while small, a recall-checked "
-        "IVF index when large), torch, Flat or a FAISS index_factory string",
-    )
-    run.add_argument(
-        "--logger",
-        action="append",
-        choices=["tensorboard", "wandb", "mlflow", "csv"],
-        help="experiment tracker, repeatable: tensorboard, wandb (offline unless --wandb-mode "
-        "online), mlflow (file:<output-dir>/mlruns unless --tracking-uri), csv",
-    )
-    run.add_argument(
-        "--tracking-uri", type=given_text, help="mlflow: tracking URI (a server or sqlite:///...)"
-    )
-    run.add_argument("--wandb-mode", choices=["offline", "online"], help="wandb: sync or not")
-    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_config_flags(run)
 
     sweep = sub.add_parser(
         "sweep",
@@ -313,49 +140,114 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-STREAM_FLAGS = {
-    "order": ("text", "qa"),
-    "tasks": ("text", "qa"),
-    "doc_stride": ("qa",),
-    "glove": ("fewrel",),
-    "fewrel_tasks": ("fewrel",),
-    "pair_loss": ("fewrel",),
-}
-"""Flags only some streams read: given with another stream they would change nothing."""
+RESUME_FLAGS = ("device", "precision", "compile", "checkpoint_every", "progress", *LOCATION_FLAGS)
+"""Config keys a ``--resume`` may set: where and how fast it computes, bookkeeping, places."""
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per config key, generated from its section's field (`config_keys`).
+
+    Name, type, choices and help come from the field (its annotation and its class's
+    docstring); the default shown is the demo config's where it sets the key, else the
+    field's. Every flag defaults to None ("not given"), so a flag overrides its key only when
+    given. Values are converted and checked as YAML values are (`RunConfig.replace`).
+    """
+    demo = flatten(read_yaml(DEMO_CONFIG))
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for key in config_keys().values():
+        if typing.get_origin(_without_none(key.hint)) is Mapping:  # options: -o KEY=VALUE
+            continue
+        if key.section not in groups:
+            groups[key.section] = parser.add_argument_group(f"{key.section} (config section)")
+        flag = "--" + key.flag.replace("_", "-")
+        groups[key.section].add_argument(flag, dest=key.name, default=None, **_flag_kind(key, demo))
+
+
+def _flag_kind(key: Key, demo: Mapping[str, Any]) -> dict[str, Any]:
+    """Argparse's action, type, choices and help for ``key``'s flag."""
+    base = _without_none(key.hint)
+    default = demo.get(key.name, key.default)
+    shown = "" if default in (None, (), []) else f" (default: {_shown(default)})"
+    text = _plain_text(key.doc) + (
+        f" Only the {' and '.join(key.streams)} stream(s)." if key.streams else ""
+    )
+    out: dict[str, Any] = {"help": (text + shown).replace("%", "%%")}
+    if base is bool:
+        out["action"] = argparse.BooleanOptionalAction
+    elif typing.get_origin(base) is tuple:  # names: comma-separated (or a repeatable flag)
+        element = _without_none(typing.get_args(base)[0])
+        if key.metadata.get("repeatable"):
+            out["action"] = "append"
+            out["help"] += " Repeatable."
+        else:
+            out["metavar"] = "A,B,..."
+        if key.metadata.get("repeatable") and typing.get_origin(element) is Literal:
+            out["choices"] = [str(c) for c in typing.get_args(element)]
+        else:
+            out["type"] = given_text
+    elif typing.get_origin(base) is Literal:
+        out["choices"] = [str(c) for c in typing.get_args(base)]
+    else:
+        out["type"] = given_text
+        out["metavar"] = key.name.upper()
+    return out
+
+
+def _without_none(hint: Any) -> Any:
+    """``hint`` without ``| None`` and ``Annotated`` (what its flag parses)."""
+    if typing.get_origin(hint) is Annotated:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return _without_none(args[0])
+    return hint
+
+
+def _shown(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+
+
+def _plain_text(doc: str) -> str:
+    """A docstring description as plain text (no reST quoting)."""
+    return doc.replace("``", "").replace("`", "")
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The run config: the YAML (or the demo) with every given flag applied on top.
 
     Raises:
-        ConfigError: A flag only other streams read (`STREAM_FLAGS`), even at its default
-            value: it would change nothing, so it is a mistake.
+        ConfigError: A flag only other streams read (`Key.streams`), or a tracker's flag
+            without that tracker (`Key.metadata` ``logger``), even at its default value: it
+            would change nothing, so it is a mistake.
 
     """
     config = load_yaml(args.config if args.config is not None else DEMO_CONFIG)
-    changes: dict[str, Any] = {
-        key: getattr(args, flag)
-        for flag, key in RUN_FLAGS.items()
-        if getattr(args, flag) is not None
-    }
-    loggers = changes.get("loggers", config.loggers)
-    for flag, logger in (("tracking_uri", "mlflow"), ("wandb_mode", "wandb")):
-        if getattr(args, flag) is not None and logger not in loggers:
+    keys = config_keys()
+    changes: dict[str, Any] = {}
+    for key in keys.values():
+        value = getattr(args, key.name, None)
+        if isinstance(value, list):  # a repeatable flag's values
+            value = [name.strip() for v in value for name in v.split(",") if name.strip()]
+        if value is not None:
+            changes[key.name] = value
+    loggers = changes.get("loggers", config.tracking.loggers)
+    stream = changes.get("stream", config.stream.name)
+    for name in changes:
+        key, flag = keys[name], "--" + keys[name].flag.replace("_", "-")
+        logger = key.metadata.get("logger")
+        if logger and logger not in loggers:
             raise ConfigError(
-                f"--{flag.replace('_', '-')}: read by the {logger} tracker only; add --logger "
+                f"{flag}: read by the {logger} tracker only; add --logger "
                 f"{logger} (this run's trackers: {', '.join(loggers) or 'none'})"
             )
-    stream = changes.get("stream", config.stream)
-    for flag, readers in STREAM_FLAGS.items():
-        if getattr(args, flag) is not None and stream not in readers:
+        if key.streams and stream not in key.streams:
             raise ConfigError(
-                f"--{flag.replace('_', '-')}: read by the {' and '.join(readers)} stream(s) "
+                f"{flag}: read by the {' and '.join(key.streams)} stream(s) "
                 f"only; this run's stream is {stream!r}"
             )
-    if args.no_progress:
-        changes["progress"] = False
     if args.option:
-        strategy = changes.get("strategy", config.strategy)
+        strategy = changes.get("strategy", config.strategy.name)
         options = {**config.options_for(strategy), **_parse_options(args.option)}
         changes["strategy_options"] = {**config.to_dict()["strategy_options"], strategy: options}
     return config.replace("command line", **changes) if changes else config
@@ -436,11 +328,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume is not None:
         # a checkpoint resumes anywhere, and its interval may change; the places it writes
         # to are the command's to confirm (lifelong.experiment.trust.check_locations)
-        movable = ("device", "precision", "compile", "checkpoint_every", *LOCATION_FLAGS)
         given = [
-            f"--{f.replace('_', '-')}"
-            for f in RUN_FLAGS
-            if getattr(args, f) is not None and f not in movable
+            "--" + key.flag.replace("_", "-")
+            for key in config_keys().values()
+            if getattr(args, key.name, None) is not None and key.name not in RESUME_FLAGS
         ]
         if given or args.config or args.option:
             raise ConfigError(
@@ -448,7 +339,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         outcome = resume(
             args.resume,
-            progress=False if args.no_progress else None,
+            progress=args.progress,
             device=args.device,
             precision=args.precision,
             compile=args.compile,
@@ -471,12 +362,12 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
 
     from lifelong.experiment.runs import format_report, run
 
-    spec = config.stream_spec()
+    spec = config.stream
     if not isinstance(getattr(spec, spec.order_key), int):  # named paper orders, not seeds
         raise ConfigError(
             f"--runs {n} averages numbered task orders (FewRel's cluster orders); it needs "
-            f"--stream fewrel (this run's stream is {config.stream!r}, whose orders are named: "
-            "`lifelong sweep` runs them)"
+            f"--stream fewrel (this run's stream is {config.stream.name!r}, whose orders are "
+            "named: `lifelong sweep` runs them)"
         )
     scores = []
     for order in range(n):
@@ -555,10 +446,13 @@ def cmd_lm(args: argparse.Namespace) -> int:
 
 
 def cmd_encoders(args: argparse.Namespace) -> int:
-    """``lifelong encoders``: every built-in encoder name (any Hugging Face name also works)."""
-    from lifelong.encoders.names import CATALOGUE
+    """``lifelong encoders``: every encoder in the table (any Hugging Face name also works)."""
+    from lifelong.encoders.names import encoder_entry, installed_encoders
 
-    rows = [("name", "family", "memory", "what"), *((n, *v) for n, v in CATALOGUE.items())]
+    rows = [("name", "family", "memory", "what")]
+    for name in installed_encoders():
+        entry = encoder_entry(name)
+        rows.append((name, entry.paper, entry.memory, entry.description))  # type: ignore[union-attr]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print(

@@ -1,9 +1,29 @@
-"""Typed, frozen run configuration, checked where it enters (YAML, flags, Python).
+"""The run configuration: one typed section per component, checked where it enters.
 
-Every key is typed (`lifelong.options`): a value outside what its key allows, an unknown key,
-an unknown stream, order, dataset or encoder is an error naming the key and the value when the
-config is built, before any data or model loads. Strategy options are checked against the
-chosen strategy's ``Options`` by `strategy_options` (once per run, also before anything loads).
+A `RunConfig` is its sections, each a frozen dataclass owned by the component that reads it,
+as torchtune's configs are:
+
+========== ================================================ ===================================
+section    class (owner)                                    what it holds
+========== ================================================ ===================================
+stream     the stream's spec (`lifelong.streams.registry`)  which data, its order and sizes
+task       `lifelong.tasks.settings.TaskSettings`           how examples become rows
+encoder    `lifelong.encoders.names.EncoderOptions`         which encoder and how it reads
+strategy   `lifelong.registry.StrategyChoice`               the strategy and its options
+training   `lifelong.training_options.TrainingOptions`      optimisation, seed, device
+tracking   `lifelong.experiment.trackers.TrackingOptions`   outputs and trackers
+========== ================================================ ===================================
+
+Each key is declared once, as a field of its section: its type (`lifelong.options`), default
+and description (the class's ``Attributes:``). `config_keys` enumerates them; the command line
+(`lifelong.experiment.cli`) is generated from it, and `FLAT_KEYS` (the one alias table) maps
+the old flat dialect (``lr: 1e-4`` for ``training: {lr: 1e-4}``), which still loads, with one
+line naming each key's new place.
+
+Every value is checked when the config is built: a value outside what its key allows, an
+unknown key, stream, order, dataset or encoder is an error naming the key and the value, before
+any data or model loads. Strategy options are checked against the chosen strategy's
+``Options`` by `strategy_options` (once per run, also before anything loads).
 """
 
 from __future__ import annotations
@@ -11,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import logging
 import os
 import tempfile
 import typing
@@ -31,23 +52,18 @@ from lifelong.encoders.names import (
     position_limit,
     segment_position_limit,
 )
-from lifelong.options import (
-    NonNegativeInt,
-    OptionsError,
-    PositiveFloat,
-    PositiveInt,
-    Seed,
-    convert,
-    option_group,
-)
+from lifelong.experiment.trackers import TrackingOptions
+from lifelong.options import OptionsError, convert, field_docs
+from lifelong.registry import StrategyChoice
+from lifelong.streams.core import StreamSpec
+from lifelong.streams.registry import STREAMS, stream_keys
 from lifelong.tasks.settings import TaskSettings, check_settings
+from lifelong.training_options import TrainingOptions
 
 if TYPE_CHECKING:
-    from lifelong.experiment.trackers import TrackingOptions
-    from lifelong.registry import StrategyChoice
     from lifelong.runtime import Runtime
-    from lifelong.streams.core import StreamSpec
-    from lifelong.training import TrainingOptions
+
+log = logging.getLogger(__name__)
 
 DEMO_CONFIG = Path(__file__).parent / "configs" / "demo.yaml"
 """The embedded demo: bundled sample, order i, MiniLM; what ``lifelong run`` runs by default."""
@@ -57,254 +73,17 @@ class ConfigError(ValueError):
     """A configuration file or value is invalid."""
 
 
-@option_group
-class RunConfig:
-    """Everything that defines one run.
-
-    Defaults are the papers' hyper-parameters where they exist (de Masson d'Autume et al., 2019,
-    §4: BERT-base, 128 tokens, batch 32, Adam at 3e-5; QA windows 384 / stride 128 / 64 question
-    tokens / 30 answer tokens; Holla et al., 2020, for FewRel: 10 clusters, binary pair loss);
-    the demo config overrides what it needs for a CPU-sized sample.
-    """
-
-    stream: Literal["text", "qa", "fewrel"] = "text"  # text classification, QA or FewRel
-    order: Literal["i", "ii", "iii", "iv"] = "i"  # paper task order (text classification, QA)
-    tasks: tuple[str, ...] | None = None  # explicit dataset order (text, QA), overrides order
-    data_dir: str | None = None  # real data directory; None = the bundled sample (hf: the hub)
-    # "files": each stream's file layout (data_dir); "hf": Hugging Face datasets, from the hub by
-    # id, or from data_dir holding save_to_disk directories or parquet files (streams.hf_datasets)
-    data_source: Literal["files", "hf"] = "files"
-    train_size: PositiveInt | None = None  # train examples per task (see the stream's spec)
-    test_size: PositiveInt | None = None  # test examples per task (see the stream's spec)
-    preprocess: Literal["none", "holla"] = "none"  # text: "holla" = Holla et al.'s (2020)
-    # lower-casing and cleaning (streams.text_classification.holla_text); "none" = raw text
-    encoder: str = "minilm"  # "minilm" (offline), "tiny" (random, tests), any HF name/path, or
-    # a memory-augmented encoder: transformer-xl, compressive, memformer, infinity-former,
-    # memoria, memorizing, ... (random init; `lifelong encoders`), or memoria-minilm and
-    # rmt-minilm (on a pre-trained BERT)
-    # memory-augmented encoders only: tokens per segment (None: DEFAULT_SEGMENT_LENGTH, 64);
-    # set with a plain encoder it is an error (it would change nothing)
-    segment_length: PositiveInt | None = None
-    # what the head reads: BERT's pooler output (both references: Holla's base_models.py,
-    # EM-in-LLL's BertForSequenceClassification) or the raw [CLS] state; "auto": the pooler
-    # where the checkpoint has trained pooler weights (BERT), else [CLS] (MiniLM, "tiny").
-    # Memory keys are always the raw [CLS] (EM-in-LLL memory.py)
-    pooling: Literal["auto", "pooler", "cls"] = "auto"
-    # memory-augmented encoders only: passes over each input, each from the memory the last left
-    # (None: the design's own, 2 for ernie-doc's retrospective feed and readtwice, else 1)
-    document_passes: PositiveInt | None = None
-    max_length: PositiveInt = 128  # tokens per row (QA: per window) after truncation
-    batch_size: PositiveInt = 32  # training mini-batch size in examples (MbPA++: 32)
-    # evaluation batch size in examples; "auto": 64 on the CPU, 512 on a GPU (batches are
-    # length-sorted, and prediction keeps no graph)
-    eval_batch_size: PositiveInt | Literal["auto"] = "auto"
-    lr: PositiveFloat = 3e-5  # learning rate of the main optimiser (MbPA++: 3e-5)
-    seed: Seed = 0  # seeds shuffles, initialisation, memory, QA/FewRel sampling
-    # (the text-classification sample is fixed: seed 42, Holla et al., 2020)
-    strategy: str = "seq"  # registered strategy name (`lifelong strategies` lists them)
-    strategy_options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    # options per strategy name, e.g. {"replay": {"replay_every": 100}}; only the
-    # chosen strategy's entry is used, every entry is validated against its strategy
-    doc_stride: NonNegativeInt = 128  # QA: tokens shared by consecutive windows of a context
-    max_query_length: PositiveInt = 64  # QA: question tokens kept
-    max_answer_length: PositiveInt = 30  # QA: longest predicted answer, in tokens
-    fewrel_tasks: PositiveInt = 10  # FewRel: relation clusters (tasks)
-    pair_loss: Literal["binary", "softmax"] = "binary"  # FewRel: per pair (Holla) or softmax
-    # FewRel: BERT segment ids on the (sentence, relation) rows; off as Holla et al. encode the
-    # pairs (models/base_models.py: batch_encode_plus(..., return_token_type_ids=False)). QA
-    # rows always carry them (BERT's SQuAD inputs); classification rows are single segments
-    segment_ids: bool = False
-    cluster_order: Seed = 0  # FewRel: seed of the cluster order (`--runs N`: 0..N-1)
-    glove: str | None = None  # FewRel: GloVe file to embed relation names (default: key encoder)
-    output_dir: str = "runs"  # where run directories are created
-    checkpoint_every: NonNegativeInt = 0  # also checkpoint every N mini-batches (0 = task ends)
-    keep_checkpoint: bool = False  # keep checkpoint.pt once the run has finished
-    run_index: str | None = None  # SQLite run index; None = <output_dir>/index.sqlite
-    progress: bool = True  # tqdm progress bars
-    # where the run computes: "auto" (CUDA device 0 when one is visible, else the CPU), "cpu",
-    # "cuda" or "cuda:N" (lifelong.runtime); a checkpoint resumes on any device
-    device: str = "auto"
-    # "auto": bf16 autocast on a bf16-capable CUDA device, else fp32; "fp16": autocast with
-    # loss scaling, for GPUs without bf16 (lifelong.runtime)
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    # wrap the encoder in torch.compile (Module.compile: weights and checkpoints unchanged);
-    # off by default: on 2 CPU cores it costs ~15 s of compilation per input shape and gains
-    # little (experiments/bench/scale.py measures it), on a GPU it is unmeasured so far
-    compile: bool = False
-    # episodic memory's nearest-neighbour search: "auto" (exact while small, a recall-checked
-    # IVF index when large; lifelong.memory.search.choose_index), "torch" (exact, on the run's
-    # device), "Flat" (FAISS exact) or any FAISS index_factory string (e.g. "IVF1024,Flat")
-    memory_index: str = "auto"
-    # token ids of every split, tokenised once and reused by every run on the same data
-    # (lifelong.tasks.cache): "auto" = $LIFELONG_CACHE_DIR, else ~/.cache/lifelong, /tokens;
-    # "off" = tokenise once per run, in memory only; or a directory
-    token_cache: str = "auto"
-    # experiment trackers (lifelong.experiment.trackers): any of tensorboard, wandb, mlflow, csv
-    loggers: tuple[str, ...] = ()
-    tracking_uri: str | None = None  # mlflow: tracking URI; None = file:<output_dir>/mlruns
-    wandb_mode: Literal["offline", "online"] = "offline"  # wandb: offline needs no network
-    log_group: str | None = None  # tracker group (W&B group, MLflow experiment); sweeps: name
-
-    def check(self) -> None:
-        """Each section checked by its owner, then what ties sections; nothing is loaded."""
-        from lifelong.experiment.trackers import TrackerError
-        from lifelong.streams.core import UnknownNameError
-
-        parts = self.sections()
-        try:
-            parts.stream.check()
-        except (UnknownNameError, ValueError) as err:
-            raise OptionsError(f"key 'tasks': {err}") from None
-        try:
-            parts.training.check()
-            parts.encoder.check(parts.task.max_length)
-        except ValueError as err:
-            raise OptionsError(str(err)) from None
-        try:
-            parts.tracking.check()
-        except TrackerError as err:
-            raise OptionsError(f"key 'loggers': {err}") from None
-        if self.data_source == "hf" and importlib.util.find_spec("datasets") is None:
-            raise OptionsError(
-                "key 'data_source': 'hf' needs the Hugging Face datasets package: "
-                "pip install 'lifelong[hf]'"
-            )
-        if parts.task.segment_ids and not parts.encoder.has_segment_embeddings:
-            raise OptionsError(
-                f"key 'segment_ids': encoder {self.encoder!r} has no segment embeddings; "
-                "segment ids need a BERT-style encoder"
-            )
-        try:
-            check_settings(parts.stream.kind, parts.task)
-        except ValueError as err:
-            raise OptionsError(f"{err} (stream {self.stream!r})") from None
-
-    def sections(self) -> Sections:
-        """The config as its components receive it: each section typed by its owner.
-
-        Only the run function opens the whole config; every builder gets its section
-        (`Sections`).
-        """
-        from lifelong.experiment.trackers import TrackingOptions
-        from lifelong.registry import StrategyChoice
-        from lifelong.training import TrainingOptions
-
-        def section(name: str, cls: type) -> Any:
-            return cls(**{field: getattr(self, key) for field, key in section_keys()[name].items()})
-
-        return Sections(
-            stream=self.stream_spec(),
-            task=section("task", TaskSettings),
-            encoder=section("encoder", EncoderOptions),
-            strategy=section("strategy", StrategyChoice),
-            training=section("training", TrainingOptions),
-            tracking=section("tracking", TrackingOptions),
-        )
-
-    @property
-    def segments(self) -> int:
-        """Tokens per segment of a memory-augmented encoder (``segment_length`` or 64)."""
-        return self.segment_length or DEFAULT_SEGMENT_LENGTH
-
-    def options_for(self, strategy: str | None = None) -> dict[str, Any]:
-        """The option values given for ``strategy`` (default: the configured one)."""
-        return dict(self.strategy_options.get(strategy or self.strategy, {}))
-
-    def task_settings(self, *, token_types: bool = True) -> TaskSettings:
-        """The ``task:`` section, with whether the encoder reads segment ids.
-
-        Args:
-            token_types: Whether the encoder reads segment ids (`reads_token_types`; known
-                once it is built, not a config key).
-
-        """
-        keys = section_keys()["task"]
-        return TaskSettings(
-            **{field: getattr(self, key) for field, key in keys.items()}, token_types=token_types
-        )
-
-    def stream_spec(self) -> StreamSpec:
-        """The stream's spec from the keys it reads (`lifelong.streams.registry`).
-
-        Raises:
-            OptionsError: A key only other streams read is set away from its default (it
-                would change nothing), naming the key and the keys this stream reads.
-
-        """
-        from lifelong.streams.registry import spec_keys, stream_keys, stream_spec
-
-        own = spec_keys(self.stream)
-        for key, readers in stream_keys().items():
-            if key not in own and getattr(self, key) != _DEFAULTS[key]:
-                raise OptionsError(
-                    f"key {key!r}: read by the {' and '.join(readers)} stream(s), not by "
-                    f"{self.stream!r}, which reads {', '.join(own)}"
-                )
-        return stream_spec(self.stream, **{key: getattr(self, key) for key in own})
-
-    @property
-    def order_key(self) -> str:
-        """The key a sweep's ``orders`` axis sets (the stream's, e.g. FewRel's cluster_order)."""
-        return self.stream_spec().order_key
-
-    @property
-    def order_label(self) -> str:
-        """The task order in words: ``orderi``, a dataset list, or FewRel's cluster order."""
-        return self.stream_spec().order_label
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-Python form, one flat mapping of every key (the run index, trackers, sweeps)."""
-        out = dataclasses.asdict(self)
-        out["tasks"] = list(self.tasks) if self.tasks else None
-        out["loggers"] = list(self.loggers)
-        out["strategy_options"] = {k: dict(v) for k, v in self.strategy_options.items()}
-        return out
-
-    def to_sections(self) -> dict[str, dict[str, Any]]:
-        """Plain-Python form by section, as a run directory's ``config.yaml`` holds it.
-
-        The ``stream:`` section holds the chosen stream's keys only.
-        """
-        from lifelong.streams.registry import spec_keys
-
-        flat, keys = self.to_dict(), section_keys()
-        own = {"name", *spec_keys(self.stream)}
-        out = {}
-        for section, fields in keys.items():
-            chosen = own if section == "stream" else fields
-            out[section] = {field: flat[key] for field, key in fields.items() if field in chosen}
-        return out
-
-    def replace(self, where: str = "overrides", **changes: Any) -> RunConfig:
-        """A copy with ``changes`` applied (checked like YAML values; errors name ``where``)."""
-        return from_dict({**self.to_dict(), **changes}, where=where)
-
-
-_DEFAULTS = {
-    f.name: f.default for f in dataclasses.fields(RunConfig) if f.default is not dataclasses.MISSING
+SECTIONS: dict[str, type] = {
+    "task": TaskSettings,
+    "encoder": EncoderOptions,
+    "strategy": StrategyChoice,
+    "training": TrainingOptions,
+    "tracking": TrackingOptions,
 }
+"""Section name -> its owner's class; ``stream`` is the chosen stream's spec (`STREAMS`)."""
 
-
-class Sections(NamedTuple):
-    """A run config as its components receive it: one section each, typed by its owner.
-
-    Attributes:
-        stream: The stream's own spec (`lifelong.streams.registry`: TextSpec, QASpec, FewRelSpec).
-        task: How the task kind makes rows (`lifelong.tasks.settings.TaskSettings`).
-        encoder: Which encoder and how it reads (`lifelong.encoders.names.EncoderOptions`).
-        strategy: The strategy and its options (`lifelong.registry.StrategyChoice`).
-        training: Optimisation, seed, device, checkpoints (`lifelong.training.TrainingOptions`).
-        tracking: Outputs and trackers (`lifelong.experiment.trackers.TrackingOptions`).
-
-    """
-
-    stream: StreamSpec
-    task: TaskSettings
-    encoder: EncoderOptions
-    strategy: StrategyChoice
-    training: TrainingOptions
-    tracking: TrackingOptions
-
+SECTION_NAMES = ("stream", *SECTIONS)
+"""Every section, in the order a run's ``config.yaml`` lists them."""
 
 _RENAMED = {
     ("stream", "name"): "stream",
@@ -312,127 +91,449 @@ _RENAMED = {
     ("strategy", "name"): "strategy",
     ("strategy", "options"): "strategy_options",
 }
-"""Section fields whose flat key differs from the field's name."""
+"""Section fields whose flat key (and flag) is not the field's name: a ``name`` is its section's."""
 
 
-_FLAT_NAMES = frozenset({"stream", "encoder", "strategy"})
-"""Section names that are also old flat keys (the name of the stream, encoder, strategy)."""
+class Key(NamedTuple):
+    """One config key, as its section declares it.
+
+    Attributes:
+        name: The key's flat name: its ``--flag`` (underscores as dashes, unless ``flag``
+            differs) and its name in errors and in the run index.
+        section: The section holding it.
+        field: Its field in that section.
+        hint: Its type (`lifelong.options`: ranges, choices).
+        default: Its default.
+        doc: Its description, from the section's docstring.
+        streams: The streams that read it (empty: every stream).
+        flag: The command-line flag's name, without dashes (``logger`` for ``loggers``).
+        metadata: The field's metadata (e.g. ``logger``: read only with that tracker on).
+
+    """
+
+    name: str
+    section: str
+    field: str
+    hint: Any
+    default: Any
+    doc: str
+    streams: tuple[str, ...]
+    flag: str
+    metadata: Mapping[str, Any] = {}
 
 
 @functools.cache
-def section_keys() -> dict[str, dict[str, str]]:
-    """Section -> {its field: the flat `RunConfig` key}, from the owners' classes.
+def config_keys() -> dict[str, Key]:
+    """Every config key by its flat name, read from the sections' classes (nothing listed here).
 
-    The ``stream:`` section takes every stream's keys here; the chosen stream reads its own
-    (`RunConfig.stream_spec` refuses the others' set away from their defaults).
+    The ``stream`` section holds every stream's keys; each stream reads its own (`Key.streams`).
     """
-    from lifelong.experiment.trackers import TrackingOptions
-    from lifelong.registry import StrategyChoice
-    from lifelong.streams.registry import stream_keys
-    from lifelong.training import TrainingOptions
-
-    keys = {"stream": {"name": "stream", **{key: key for key in stream_keys()}}}
-    owners = {
-        "task": TaskSettings,
-        "encoder": EncoderOptions,
-        "strategy": StrategyChoice,
-        "training": TrainingOptions,
-        "tracking": TrackingOptions,
+    readers = stream_keys()
+    titles = ", ".join(f"{name} ({getattr(spec, 'title', name)})" for name, spec in STREAMS.items())
+    keys = {
+        "stream": Key(
+            "stream",
+            "stream",
+            "name",
+            Literal[tuple(STREAMS)],  # type: ignore[valid-type]
+            "text",
+            f"The task stream: {titles}.",
+            (),
+            "stream",
+            {},
+        )
     }
-    for section, cls in owners.items():
-        keys[section] = {
-            f.name: _RENAMED.get((section, f.name), f.name)
-            for f in dataclasses.fields(cls)
-            if f.name != "token_types"  # the encoder's, not a config key
-        }
+    owners: list[tuple[str, type]] = [("stream", spec) for spec in STREAMS.values()]
+    for section, cls in [*owners, *SECTIONS.items()]:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        docs = field_docs(cls)
+        for f in dataclasses.fields(cls):
+            name = _RENAMED.get((section, f.name), f.name)
+            if f.metadata.get("key", True) is False or name in keys:
+                continue
+            streams = readers.get(f.name, ()) if section == "stream" else ()
+            streams = f.metadata.get("streams", () if len(streams) == len(STREAMS) else streams)
+            default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+            flag = f.metadata.get("flag", name)
+            doc = docs.get(f.name, "")
+            keys[name] = Key(
+                name, section, f.name, hints[f.name], default, doc, streams, flag, f.metadata
+            )
     return keys
 
 
-def flatten(values: Mapping[str, Any], where: str = "config") -> dict[str, Any]:
-    """Sectioned config values as flat `RunConfig` keys; flat (old) keys pass as they are.
+FLAT_KEYS: Mapping[str, str] = {k.name: f"{k.section}.{k.field}" for k in config_keys().values()}
+"""The one alias table: an old flat key -> its place (``lr`` -> ``training.lr``)."""
 
-    ``training: {lr: 1e-4}`` becomes ``lr: 1e-4``, ``strategy: {name: replay, options: {...}}``
-    becomes ``strategy`` and ``strategy_options``. A mapping under ``stream``, ``encoder`` or
-    ``strategy`` is that section; a string there is the old flat key (the name).
+
+def _default_section(name: str) -> Any:
+    return STREAMS["text"]() if name == "stream" else SECTIONS[name]()
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines one run: one section per component.
+
+    Each section may be given as its class, a mapping of its fields, or, for ``stream``,
+    ``encoder`` and ``strategy``, a name::
+
+        RunConfig(stream="qa", encoder="tiny", training={"lr": 1e-3})
+
+    Defaults are the papers' hyper-parameters where they exist (de Masson d'Autume et al., 2019,
+    §4: BERT-base, 128 tokens, batch 32, Adam at 3e-5; QA windows 384 / stride 128 / 64 question
+    tokens / 30 answer tokens; Holla et al., 2020, for FewRel: 10 clusters, binary pair loss);
+    ``lifelong run``'s demo config overrides what it needs for a CPU-sized sample.
+
+    Attributes:
+        stream: The stream's spec (`lifelong.streams.registry`: TextSpec, QASpec, FewRelSpec).
+        task: How the task kind makes rows (`lifelong.tasks.settings.TaskSettings`).
+        encoder: Which encoder and how it reads (`lifelong.encoders.names.EncoderOptions`).
+        strategy: The strategy and its options (`lifelong.registry.StrategyChoice`).
+        training: Optimisation, seed, device, checkpoints
+            (`lifelong.training_options.TrainingOptions`).
+        tracking: Outputs and trackers (`lifelong.experiment.trackers.TrackingOptions`).
 
     Raises:
-        ConfigError: A section holds a key it does not own (the section's keys are listed), a
-            key is given twice (flat and in a section), or a section is not a mapping.
+        OptionsError: A value its key does not allow, an unknown key or stream, or keys that
+            do not fit together (named).
 
     """
-    keys = section_keys()
-    out: dict[str, Any] = {}
 
-    def put(key: str, value: Any, given: str) -> None:
-        if key in out:
-            raise ConfigError(f"{where}: key {given!r} is given twice (flat and in a section)")
-        out[key] = value
+    stream: StreamSpec = dataclasses.field(default_factory=lambda: _default_section("stream"))
+    task: TaskSettings = dataclasses.field(default_factory=TaskSettings)
+    encoder: EncoderOptions = dataclasses.field(default_factory=EncoderOptions)
+    strategy: StrategyChoice = dataclasses.field(default_factory=StrategyChoice)
+    training: TrainingOptions = dataclasses.field(default_factory=TrainingOptions)
+    tracking: TrackingOptions = dataclasses.field(default_factory=TrackingOptions)
 
-    for key, value in values.items():
-        if key in keys and (isinstance(value, Mapping) or key not in _FLAT_NAMES):
-            if not isinstance(value, Mapping):
-                raise ConfigError(
-                    f"{where}: section {key!r} must be a mapping of its keys "
-                    f"({', '.join(keys[key])}), got {value!r}"
-                )
-            for field, inner in value.items():
-                if field not in keys[key]:
-                    raise ConfigError(
-                        f"{where}: unknown key '{key}.{field}'; the {key} section's keys: "
-                        f"{', '.join(keys[key])}"
-                    )
-                put(keys[key][field], inner, f"{key}.{field}")
-        else:
-            put(key, value, key)
-    return out
+    def __post_init__(self) -> None:
+        for name in SECTION_NAMES:
+            object.__setattr__(self, name, build_section(name, getattr(self, name)))
+        self.check()
+
+    def check(self) -> None:
+        """Each section checked by its owner, then what ties sections; nothing is loaded."""
+        from lifelong.experiment.trackers import TrackerError
+        from lifelong.streams.core import UnknownNameError
+
+        try:
+            self.stream.check()
+        except (UnknownNameError, ValueError) as err:
+            raise OptionsError(f"key 'tasks': {err}") from None
+        try:
+            self.training.check()
+            self.encoder.check(self.task.max_length)
+        except ValueError as err:
+            raise OptionsError(str(err)) from None
+        try:
+            self.tracking.check()
+        except TrackerError as err:
+            raise OptionsError(f"key 'loggers': {err}") from None
+        if self.stream.data_source == "hf" and importlib.util.find_spec("datasets") is None:
+            raise OptionsError(
+                "key 'data_source': 'hf' needs the Hugging Face datasets package: "
+                "pip install 'lifelong[hf]'"
+            )
+        if self.task.segment_ids and not self.encoder.has_segment_embeddings:
+            raise OptionsError(
+                f"key 'segment_ids': encoder {self.encoder.name!r} has no segment embeddings; "
+                "segment ids need a BERT-style encoder"
+            )
+        try:
+            check_settings(self.stream.kind, self.task)
+        except ValueError as err:
+            raise OptionsError(f"{err} (stream {self.stream.name!r})") from None
+
+    def options_for(self, strategy: str | None = None) -> dict[str, Any]:
+        """The option values given for ``strategy`` (default: the configured one)."""
+        return self.strategy.options_for(strategy)
+
+    def task_settings(self, *, token_types: bool = True) -> TaskSettings:
+        """The ``task`` section, with whether the encoder reads segment ids.
+
+        Args:
+            token_types: Whether the encoder reads segment ids (`reads_token_types`; known
+                once it is built, not a config key).
+
+        """
+        return dataclasses.replace(self.task, token_types=token_types)
+
+    @property
+    def order_key(self) -> str:
+        """The key a sweep's ``orders`` axis sets (the stream's, e.g. FewRel's cluster_order)."""
+        return self.stream.order_key
+
+    @property
+    def order_label(self) -> str:
+        """The task order in words: ``orderi``, a dataset list, or FewRel's cluster order."""
+        return self.stream.order_label
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python form, one flat mapping by key name (the run index, trackers, sweeps).
+
+        Holds the chosen stream's keys and every other section's (`config_keys`).
+        """
+        own = _spec_fields(self.stream.name)
+        out = {}
+        for key in config_keys().values():
+            if key.section == "stream" and key.field not in own:
+                continue  # another stream's key
+            section = getattr(self, key.section)
+            out[key.name] = _plain(getattr(section, key.field))
+        return out
+
+    def to_sections(self) -> dict[str, dict[str, Any]]:
+        """Plain-Python form by section, as a run directory's ``config.yaml`` holds it.
+
+        The ``stream:`` section holds the chosen stream's keys only.
+        """
+        flat = self.to_dict()
+        out: dict[str, dict[str, Any]] = {name: {} for name in SECTION_NAMES}
+        for key in config_keys().values():
+            if key.name in flat:
+                out[key.section][key.field] = flat[key.name]
+        return out
+
+    def replace(self, where: str = "overrides", **changes: Any) -> RunConfig:
+        """A copy with ``changes`` applied: flat key names (``lr=1e-4``, `config_keys`).
+
+        Values are checked like YAML values; errors name ``where``. Use `merge` for sectioned
+        changes.
+        """
+        return self.merge(changes, where=where)
+
+    def merge(self, changes: Mapping[str, Any], where: str = "overrides") -> RunConfig:
+        """A copy with ``changes`` applied: sectioned (``{"training": {"lr": 1e-4}}``) or flat.
+
+        A change of stream keeps the keys the new stream also reads.
+        """
+        values = self.to_sections()
+        for section, fields in sectioned(changes, where).items():
+            if (
+                section == "stream"
+                and fields.get("name", values["stream"]["name"]) != self.stream.name
+            ):
+                values["stream"] = {
+                    k: v for k, v in values["stream"].items() if k in _spec_fields(fields["name"])
+                }
+            values[section] = {**values[section], **fields}
+        return from_dict(values, where=where)
 
 
-def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
-    """Build a `RunConfig` from a mapping, converting and checking every value.
+def _plain(value: Any) -> Any:
+    """A section's value as plain YAML data (tuples as lists, mappings as dicts)."""
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _fields_of(section: Any) -> dict[str, Any]:
+    """A section instance's config keys by field (not `NOT_A_KEY` fields)."""
+    return {
+        f.name: getattr(section, f.name)
+        for f in dataclasses.fields(section)
+        if f.metadata.get("key", True)
+    }
+
+
+def _spec_fields(stream: str) -> set[str]:
+    cls = STREAMS.get(stream)
+    return {"name", *(f.name for f in dataclasses.fields(cls))} if cls else {"name"}  # type: ignore[arg-type]
+
+
+def build_section(name: str, value: Any, where: str = "") -> Any:
+    """Section ``name`` from its class, a mapping of its fields, or a name; every value checked.
 
     Raises:
-        ConfigError: An unknown key (named, with the valid ones), or a value its key does not
-            allow (the key, the value and what is allowed).
+        OptionsError: An unknown key (with the section's keys), a key only other streams read
+            set away from its default, or a value its key does not allow (named).
+
+    """
+    prefix = f"{where}: " if where else ""
+    if isinstance(value, str) and (name == "stream" or name in ("encoder", "strategy")):
+        value = {"name": value}
+    elif name == "stream" and isinstance(value, tuple(STREAMS.values())):
+        value = {"name": value.name, **_fields_of(value)}
+    elif name != "stream" and isinstance(value, SECTIONS[name]):
+        value = _fields_of(value)
+    if not isinstance(value, Mapping):
+        raise OptionsError(
+            f"{prefix}section {name!r} must be a mapping of its keys "
+            f"({', '.join(k.field for k in _section_keys(name))}), got {value!r}"
+        )
+    if name == "stream":
+        return _build_stream(value, prefix)
+    cls = SECTIONS[name]
+    keys = {k.field: k for k in _section_keys(name)}
+    kwargs = {}
+    for field, raw in value.items():
+        if field not in keys:
+            raise OptionsError(
+                f"{prefix}unknown key '{name}.{field}'; the {name} section's keys: "
+                f"{', '.join(keys)}"
+            )
+        kwargs[field] = _convert(keys[field], raw, prefix)
+    return cls(**kwargs)
+
+
+def _build_stream(value: Mapping[str, Any], prefix: str) -> StreamSpec:
+    from lifelong.streams.registry import spec_class
+
+    name = value.get("name", "text")
+    if name not in STREAMS:
+        raise OptionsError(
+            f"{prefix}key 'stream': {name!r} is not allowed; expected one of {', '.join(STREAMS)}"
+        )
+    cls = spec_class(name)
+    own = _spec_fields(name)
+    keys = {k.field: k for k in _section_keys("stream")}
+    kwargs = {}
+    for field, raw in value.items():
+        if field == "name":
+            continue
+        if field not in keys:
+            raise OptionsError(
+                f"{prefix}unknown key 'stream.{field}'; the stream section's keys: "
+                f"{', '.join(keys)}"
+            )
+        converted = _convert(keys[field], raw, prefix)
+        if field in own:
+            kwargs[field] = converted
+        elif converted != keys[field].default:
+            raise OptionsError(
+                f"{prefix}key {field!r}: read by the {' and '.join(keys[field].streams)} "
+                f"stream(s), not by {name!r}, which reads {', '.join(sorted(own - {'name'}))}"
+            )
+    return cls(**kwargs)
+
+
+def _section_keys(section: str) -> list[Key]:
+    return [k for k in config_keys().values() if k.section == section]
+
+
+def _convert(key: Key, value: Any, prefix: str) -> Any:
+    """``value`` as ``key``'s type; lists of names may be one comma-separated string."""
+    where = f"{prefix}key {key.name!r}"
+    if key.name == "tasks":
+        return _tasks(value, where)
+    if key.name == "strategy_options":
+        return _strategy_options(value, where)
+    if typing.get_origin(key.hint) is tuple:
+        return _names(value, where)
+    return convert(value, key.hint, where)
+
+
+def sectioned(values: Mapping[str, Any], where: str = "config") -> dict[str, dict[str, Any]]:
+    """Config values by section; a flat (old) key goes to its section by `FLAT_KEYS`.
+
+    A mapping under ``stream``, ``encoder`` or ``strategy`` is that section; a string there is
+    the old flat key (the name).
+
+    Raises:
+        ConfigError: An unknown key (the sections and flat keys listed), a key given twice
+            (flat and in a section), or a section that is not a mapping.
 
     """
     if not isinstance(values, Mapping):
         raise ConfigError(
             f"{where}: expected a mapping of config keys, got {type(values).__name__}"
         )
-    values = flatten(values, where)
-    fields = {f.name for f in dataclasses.fields(RunConfig)}
-    hints = typing.get_type_hints(RunConfig, include_extras=True)
-    kwargs: dict[str, Any] = {}
-    for key, value in values.items():
-        if key not in fields:
+    keys = config_keys()
+    out: dict[str, dict[str, Any]] = {}
+    given: dict[tuple[str, str], str] = {}
+
+    def put(section: str, field: str, value: Any, name: str) -> None:
+        if (section, field) in given:
             raise ConfigError(
-                f"{where}: unknown key {key!r}; valid keys: {', '.join(sorted(fields))}"
+                f"{where}: key {name!r} is given twice ({given[section, field]} and {name})"
             )
-        try:
-            if key == "tasks":
-                kwargs[key] = _tasks(value, where)
-            elif key == "loggers":
-                kwargs[key] = _names(value, key, "logger names", where)
-            elif key == "strategy_options":
-                kwargs[key] = _strategy_options(value, where)
-            else:
-                kwargs[key] = convert(value, hints[key], f"{where}: key {key!r}")
-        except OptionsError as err:
-            raise ConfigError(str(err)) from None
+        given[section, field] = name
+        out.setdefault(section, {})[field] = value
+
+    for name, value in values.items():
+        if name in SECTION_NAMES and isinstance(value, Mapping):
+            for field, inner in value.items():
+                put(name, str(field), inner, f"{name}.{field}")
+        elif name in keys:
+            put(keys[name].section, keys[name].field, value, name)
+        elif name in SECTION_NAMES:
+            raise ConfigError(
+                f"{where}: section {name!r} must be a mapping of its keys "
+                f"({', '.join(k.field for k in _section_keys(name))}), got {value!r}"
+            )
+        else:
+            raise ConfigError(
+                f"{where}: unknown key {name!r}; sections: {', '.join(SECTION_NAMES)} "
+                f"(or the old flat keys: {', '.join(sorted(keys))})"
+            )
+    return out
+
+
+def flatten(values: Mapping[str, Any], where: str = "config") -> dict[str, Any]:
+    """Config values (by section or flat) as flat key names (`FLAT_KEYS`), unchecked.
+
+    What reports read from a run directory's ``config.yaml`` (``{"lr": 1e-4, ...}``).
+
+    Raises:
+        ConfigError: As `sectioned`.
+
+    """
+    names = {(k.section, k.field): k.name for k in config_keys().values()}
+    return {
+        names[section, field]: value
+        for section, fields in sectioned(values, where).items()
+        for field, value in fields.items()
+        if (section, field) in names
+    }
+
+
+def flat_keys_in(values: Any) -> list[str]:
+    """The old flat keys a config mapping uses (`FLAT_KEYS`), in its order."""
+    if not isinstance(values, Mapping):
+        return []
+    keys = config_keys()
+    return [
+        str(k)
+        for k, v in values.items()
+        if k in keys and not (k in SECTION_NAMES and isinstance(v, Mapping))
+    ]
+
+
+def moved_keys_note(values: Any, where: str) -> str | None:
+    """One line naming each flat key's new place, or None for a sectioned config."""
+    flat = flat_keys_in(values)
+    if not flat:
+        return None
+    places = ", ".join(f"{k} -> {FLAT_KEYS[k]}" for k in flat)
+    return f"{where}: flat keys still load but belong in sections: {places}"
+
+
+def from_dict(values: Mapping[str, Any], *, where: str = "config") -> RunConfig:
+    """Build a `RunConfig` from a mapping by section (or flat keys), converting every value.
+
+    Raises:
+        ConfigError: An unknown key (named, with the valid ones), or a value its key does not
+            allow (the key, the value and what is allowed).
+
+    """
+    parts = sectioned(values, where)
     try:
-        return RunConfig(**kwargs)
+        built = {name: build_section(name, parts.get(name, {})) for name in SECTION_NAMES}
+        return RunConfig(**built)
     except OptionsError as err:
-        raise ConfigError(f"{where}: {str(err).removeprefix('RunConfig: ')}") from None
+        raise ConfigError(f"{where}: {err}") from None
 
 
-def _names(value: Any, key: str, what: str, where: str) -> tuple[str, ...]:
+def _names(value: Any, where: str) -> tuple[str, ...]:
     """A list of names, or one comma-separated string of them (``tasks``, ``loggers``)."""
     if value is None or value == "":
         return ()
     if isinstance(value, str):
         value = [t.strip() for t in value.split(",") if t.strip()]
     if not isinstance(value, list | tuple) or not all(isinstance(t, str) for t in value):
-        raise ConfigError(f"{where}: key {key!r} must be a list of {what}, got {value!r}")
+        raise OptionsError(f"{where} must be a list of names, got {value!r}")
     return tuple(value)
 
 
@@ -440,10 +541,10 @@ def _tasks(value: Any, where: str) -> tuple[str, ...] | None:
     """``tasks``: ``None`` (the order's tasks) or at least one name; empty is an error."""
     if value is None:
         return None
-    names = _names(value, "tasks", "dataset names", where)
+    names = _names(value, where)
     if not names:
-        raise ConfigError(
-            f"{where}: key 'tasks': {value!r} names no dataset; give at least one, or leave "
+        raise OptionsError(
+            f"{where}: {value!r} names no dataset; give at least one, or leave "
             "tasks out (null) for the order's tasks"
         )
     return names
@@ -453,9 +554,7 @@ def _strategy_options(value: Any, where: str) -> dict[str, dict[str, Any]]:
     if value is None:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
-        raise ConfigError(
-            f"{where}: key 'strategy_options' must map strategy names to option mappings"
-        )
+        raise OptionsError(f"{where} must map strategy names to option mappings")
     return {str(k): dict(v) for k, v in value.items()}
 
 
@@ -527,11 +626,14 @@ def load_yaml(path: str | Path) -> RunConfig:
             f"{path}: the config file is empty; give at least one key (an empty mapping, "
             "{}, runs the built-in defaults on purpose)"
         )
+    note = moved_keys_note(values, str(path))
+    if note:
+        log.warning(note)
     return from_dict(values, where=str(path))
 
 
 def load_run_config(path: str | Path) -> RunConfig:
-    """Load a run directory's ``config.yaml``, flat (earlier versions) or by section.
+    """Load a run directory's ``config.yaml``, by section or flat (earlier versions, silently).
 
     Runs started before ``segment_length`` became optional saved it (64) whatever the
     encoder; with a plain encoder that value meant nothing and is dropped, so those runs still
@@ -540,12 +642,12 @@ def load_run_config(path: str | Path) -> RunConfig:
     values = read_yaml(path)
     if values is None:
         raise ConfigError(f"{path}: the run's config file is empty")
-    if isinstance(values, Mapping):
-        values = flatten(values, where=str(path))
-        if not is_segmented(str(values.get("encoder", "minilm"))):
-            if values.get("segment_length") == DEFAULT_SEGMENT_LENGTH:
-                values = {k: v for k, v in values.items() if k != "segment_length"}
-    return from_dict(values, where=str(path))
+    parts = sectioned(values, where=str(path))
+    encoder = parts.get("encoder", {})
+    if not is_segmented(str(encoder.get("name", "minilm"))):
+        if encoder.get("segment_length") == DEFAULT_SEGMENT_LENGTH:
+            del encoder["segment_length"]
+    return from_dict(parts, where=str(path))
 
 
 def preflight(config: RunConfig) -> Any:
@@ -563,7 +665,8 @@ def preflight(config: RunConfig) -> Any:
             device or precision is not available here, or a strategy option is not allowed.
 
     """
-    stream, task, encoder, strategy, training, tracking = config.sections()
+    stream, task, encoder = config.stream, config.task, config.encoder
+    strategy, training, tracking = config.strategy, config.training, config.tracking
     try:
         check_encoder_name(encoder.name)
     except EncoderError as err:

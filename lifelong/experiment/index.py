@@ -117,7 +117,11 @@ class RunIndex:
         """
         now = time.time()
         key = _key(run_dir)
-        order = ",".join(config["tasks"]) if config.get("tasks") else str(config["order"])
+        from lifelong.streams.registry import spec_from_mapping
+
+        # a task list, or the order as its stream names it (i..iv, FewRel's clusters-<N>)
+        tasks = config.get("tasks")
+        order = ",".join(tasks) if tasks else spec_from_mapping(config).order_id
         with self._connect() as conn, _transaction(conn):
             conn.execute(
                 "INSERT INTO runs (run_dir, name, stream, task_order, strategy, seed, status, "

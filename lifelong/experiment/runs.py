@@ -191,9 +191,9 @@ def run(
     """Run one configuration end to end and write its run directory.
 
     The config and the strategy's options are checked first (nothing has loaded yet, no
-    directory exists); then the run is recorded in the run index (``config.run_index``, default
-    ``<output_dir>/index.sqlite``) and checkpointed (see `lifelong.experiment.checkpoint`), so
-    that `resume` can continue it if it is killed.
+    directory exists); then the run is recorded in the run index (``tracking.run_index``,
+    default ``<output_dir>/index.sqlite``) and checkpointed (see
+    `lifelong.experiment.checkpoint`), so that `resume` can continue it if it is killed.
 
     A prebuilt ``stream`` is recorded as what it is: its order (or task list) and sizes
     replace the config's in the run's ``config.yaml`` (`trust.record_given_stream`), so that
@@ -204,7 +204,7 @@ def run(
         config: The run configuration.
         stream: A prebuilt stream (otherwise built from ``config``).
         run_dir: The run directory to use (created if missing; sweeps name their runs);
-            default: a new timestamped directory under ``config.output_dir``.
+            default: a new timestamped directory under ``config.tracking.output_dir``.
 
     Returns:
         The matrices, the metrics and the run directory.
@@ -221,7 +221,9 @@ def run(
     if stream is not None:
         config = record_given_stream(config, stream)
     options = preflight(config)  # the encoder can load, options parsed once: nothing loaded yet
-    index_path = Path(config.run_index or default_index_path(config.output_dir)).resolve()
+    index_path = Path(
+        config.tracking.run_index or default_index_path(config.tracking.output_dir)
+    ).resolve()
     config = config.replace(run_index=str(index_path))
     RunIndex(index_path)  # a broken index is refused before the run directory exists
     run_dir = _new_run_dir(config) if run_dir is None else Path(run_dir)
@@ -349,12 +351,13 @@ def _record_bookkeeping(run_dir: Path, stored: RunConfig, config: RunConfig) -> 
         The line to log once the run's ``log.txt`` is attached (none if nothing changed).
 
     """
-    if all(getattr(config, k) == getattr(stored, k) for k in RESUME_BOOKKEEPING):
+    given, kept = config.to_dict(), stored.to_dict()
+    if all(given[k] == kept[k] for k in RESUME_BOOKKEEPING):
         return ()
-    recorded = stored.replace("resume", **{k: getattr(config, k) for k in RESUME_BOOKKEEPING})
+    recorded = stored.replace("resume", **{k: given[k] for k in RESUME_BOOKKEEPING})
     text = yaml.safe_dump(recorded.to_sections(), sort_keys=False)
     atomic_write_text(run_dir / "config.yaml", text)
-    what = ", ".join(f"{k}={getattr(config, k)}" for k in RESUME_BOOKKEEPING)
+    what = ", ".join(f"{k}={given[k]}" for k in RESUME_BOOKKEEPING)
     return (f"resumed with {what} (recorded in its config.yaml)",)
 
 
@@ -380,7 +383,7 @@ def _execute(job: _Job) -> RunOutcome:
     try:
         outcome = _train(job)
         index.finish(run_dir, outcome.metrics)
-        if not config.keep_checkpoint:
+        if not config.training.keep_checkpoint:
             (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
         log.info("run written to %s", run_dir)
         return outcome
@@ -431,7 +434,7 @@ def build_run(
 
         built = build_run(config)
         result = run_stream(built.stream, built.strategy, built.task,
-                            batch_size=config.batch_size, seed=config.seed,
+                            batch_size=config.training.batch_size, seed=config.training.seed,
                             runtime=built.runtime)
 
     Args:
@@ -454,7 +457,8 @@ def build_run(
 
     if options is None:
         options = preflight(config)
-    spec, settings, encoder, choice, training, _ = config.sections()  # only here: all
+    spec, settings, encoder = config.stream, config.task, config.encoder  # only here: all
+    choice, training = config.strategy, config.training
     seed = training.seed
     seed_everything(seed)
     embed = lambda names: name_embedder(encoder, seed)(names)  # noqa: E731 (loads it if called)
@@ -487,8 +491,7 @@ def _train(job: _Job) -> RunOutcome:
     from lifelong.learner import run_stream
 
     config, checkpoint = job.config, job.checkpoint
-    sections = config.sections()
-    training, tracked = sections.training, sections.tracking
+    training, tracked = config.training, config.tracking
     seed = training.seed
     stream, task, strategy, runtime = build_run(config, stream=job.stream, options=job.options)
     digest = stream_fingerprint(stream)
@@ -645,7 +648,7 @@ def run_metrics(
 
 
 def _open_index(config: RunConfig) -> RunIndex:
-    return RunIndex(config.run_index or default_index_path(config.output_dir))
+    return RunIndex(config.tracking.run_index or default_index_path(config.tracking.output_dir))
 
 
 METRIC_LABELS = {"accuracy": "Accuracy", "f1": "F1", "exact_match": "Exact match"}
@@ -696,9 +699,9 @@ def _points(value: float | None) -> str:
 def _new_run_dir(config: RunConfig) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = (
-        Path(config.output_dir)
-        / f"{stamp}_{path_part(config.strategy)}_{config.stream}-{config.order_label}"
-        f"_s{config.seed}"
+        Path(config.tracking.output_dir)
+        / f"{stamp}_{path_part(config.strategy.name)}_{config.stream.name}-{config.order_label}"
+        f"_s{config.training.seed}"
     )
     base.parent.mkdir(parents=True, exist_ok=True)
     path, n = base, 1

@@ -7,14 +7,15 @@ A sweep file is YAML with these keys (an unknown key is an error naming it):
 ``name``
     The sweep's folder under the run config's ``output_dir``.
 ``run``
-    A run config (the keys of `lifelong.experiment.config.RunConfig`) shared by every grid point.
+    A run config by section (`lifelong.experiment.config.RunConfig`) shared by every grid point.
 ``strategies`` / ``orders`` / ``seeds``
     The grid (command-line flags of ``lifelong sweep`` replace them, as ``--data-dir`` and
     ``--output-dir`` replace the run's keys). ``orders`` are the paper
     task orders (``i``..``iv``) on the text and QA streams, and cluster orders (``0``, ``1``,
     ...: the seeds of the shuffled cluster order, ``cluster_order``) on FewRel.
 ``per_strategy``
-    Run-config changes for one strategy only, e.g. ``{anml-er: {max_length: 300}}``.
+    Run-config changes for one strategy only, by section, e.g.
+    ``{anml-er: {task: {max_length: 300}}}``.
 
 Every grid point has a fixed run directory, ``<output_dir>/<name>/<strategy>_<order>_s<seed>``,
 so running the same sweep again skips the points whose results are there, resumes the points
@@ -25,7 +26,7 @@ is held by the process running it (`lifelong.experiment.lock`): a second sweep s
 same grid meanwhile reports that point ``busy`` and goes on with the others, so no point is run
 twice at once.
 All runs of a sweep share one run index, ``<output_dir>/<name>/index.sqlite`` unless
-``run.run_index`` names another.
+``run.tracking.run_index`` names another.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from lifelong.experiment.config import (
     RunConfig,
     check_sources,
     from_dict,
+    moved_keys_note,
     read_yaml,
     strategy_options,
 )
@@ -72,7 +74,7 @@ class Sweep:
     """A grid of runs.
 
     Attributes:
-        name: The sweep's folder under ``base.output_dir``.
+        name: The sweep's folder under ``base.tracking.output_dir``.
         base: The run config every grid point starts from.
         strategies: Strategy names (registered).
         orders: Paper task orders.
@@ -91,7 +93,7 @@ class Sweep:
     @property
     def root(self) -> Path:
         """Where the sweep's run directories go."""
-        return Path(self.base.output_dir) / self.name
+        return Path(self.base.tracking.output_dir) / self.name
 
     def points(self) -> list[SweepPoint]:
         """Every grid point with its config and run directory, strategies outermost."""
@@ -100,9 +102,11 @@ class Sweep:
             for order in self.orders:
                 for seed in self.seeds:
                     changes = {"strategy": strategy, self.base.order_key: order, "seed": seed}
-                    changes["log_group"] = self.base.log_group or self.name  # trackers group
-                    changes.update(self.per_strategy.get(strategy, {}))
+                    changes["log_group"] = (
+                        self.base.tracking.log_group or self.name
+                    )  # trackers group
                     config = self.base.replace(**changes)
+                    config = config.merge(self.per_strategy.get(strategy, {}), "per_strategy")
                     run_dir = self.root / f"{path_part(strategy)}_{order}_s{seed}"
                     out.append(SweepPoint(config, run_dir))
         return out
@@ -143,7 +147,7 @@ class Sweep:
             raise ConfigError(f"command line: {err}") from None
         if "data_dir" in changes:
             try:  # the directory and the hub, not the tracker
-                check_sources(base.stream_spec())
+                check_sources(base.stream)
             except ConfigError as err:
                 raise ConfigError(f"command line: {err}") from None
         return validate(dataclasses.replace(self, base=base), where="command line")
@@ -184,6 +188,14 @@ def sweep_from_dict(values: Mapping[str, Any], *, where: str = "sweep") -> Sweep
     missing = [k for k in ("name", "strategies") if not values.get(k)]
     if missing:
         raise ConfigError(f"{where}: missing key {missing[0]!r}")
+    per = values.get("per_strategy") or {}
+    parts = [("run", values.get("run")), *(per.items() if isinstance(per, Mapping) else ())]
+    for part, given in parts:  # the old flat dialect still loads, said once per mapping
+        note = moved_keys_note(
+            given, f"{where}: {part if part == 'run' else 'per_strategy: ' + str(part)}"
+        )
+        if note:
+            log.warning(note)
     base = from_dict(values.get("run") or {}, where=f"{where}: run")
     per_strategy = values.get("per_strategy") or {}
     if not isinstance(per_strategy, Mapping) or not all(
@@ -197,12 +209,12 @@ def sweep_from_dict(values: Mapping[str, Any], *, where: str = "sweep") -> Sweep
         orders=tuple(
             str(o)
             for o in _names(
-                values.get("orders") or [getattr(base, base.order_key)], "orders", where
+                values.get("orders") or [getattr(base.stream, base.order_key)], "orders", where
             )
         ),
         seeds=tuple(
             _seed(s, f"{where}: seeds")
-            for s in _names(values.get("seeds") or [base.seed], "seeds", where)
+            for s in _names(values.get("seeds") or [base.training.seed], "seeds", where)
         ),
         per_strategy={str(k): dict(v) for k, v in per_strategy.items()},
     )
@@ -249,11 +261,11 @@ def validate(sweep: Sweep, *, where: str = "sweep") -> Sweep:
             raise ConfigError(f"{where}: orders: {err}") from None
     for strategy, changes in sweep.per_strategy.items():
         try:
-            sweep.base.replace(**changes)
+            sweep.base.merge(changes)
         except ConfigError as err:
             raise ConfigError(f"{where}: per_strategy {strategy!r}: {err}") from None
     for strategy in sweep.strategies:
-        strategy_options(sweep.base.replace(strategy=strategy).sections().strategy)
+        strategy_options(sweep.base.replace(strategy=strategy).strategy)
     return sweep
 
 
@@ -299,7 +311,7 @@ def run_sweep(
     points = _with_shared_index(sweep)
     todo = [p for p in points if not _finished(p.run_dir)]
     if todo:  # create the shared index (and switch it to WAL) once, before any worker opens it
-        RunIndex(todo[0].config.run_index)
+        RunIndex(todo[0].config.tracking.run_index)
     results = {p.run_dir: PointResult(p.run_dir, "skipped") for p in points if p not in todo}
     for result in results.values():
         _notify(on_result, result)
@@ -309,11 +321,11 @@ def run_sweep(
     # and a resumed point resolves it afresh wherever it runs
     payloads = [(p.config.to_dict(), str(p.run_dir), threads) for p in todo]
     if backend == "ray":
-        done = _run_on_ray(payloads, address, on_result, gpus_per_run, sweep.base.device)
+        done = _run_on_ray(payloads, address, on_result, gpus_per_run, sweep.base.training.device)
     elif jobs == 1:
         done = [_notify(on_result, run_point(*payload)) for payload in payloads]
     else:
-        uses_gpus = sweep.base.device != "cpu"
+        uses_gpus = sweep.base.training.device != "cpu"
         devices = worker_devices(jobs, _visible_gpus() if uses_gpus else 0, gpus_per_run)
         done = _run_on_pool(payloads, jobs, on_result, devices)
     results.update({r.run_dir: r for r in done})
@@ -409,7 +421,7 @@ def _visible_gpus() -> int:
 
 
 def _with_shared_index(sweep: Sweep) -> list[SweepPoint]:
-    index = Path(sweep.base.run_index or default_index_path(sweep.root)).resolve()
+    index = Path(sweep.base.tracking.run_index or default_index_path(sweep.root)).resolve()
     out = []
     for point in sweep.points():
         config = point.config.replace(run_index=str(index), progress=False)

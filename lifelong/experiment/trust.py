@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from lifelong.experiment.config import ConfigError, RunConfig
+from lifelong.experiment.config import ConfigError, RunConfig, config_keys
 
 if TYPE_CHECKING:
     from lifelong.streams.core import TaskStream
@@ -63,7 +63,7 @@ def trained_as(config: RunConfig) -> dict[str, Any]:
     Of ``strategy_options`` only the chosen strategy's entry counts: the others are not read.
     """
     out = {k: v for k, v in config.to_dict().items() if k not in RESUME_MAY_CHANGE}
-    out["strategy_options"] = config.options_for(config.strategy)
+    out["strategy_options"] = config.options_for(config.strategy.name)
     return out
 
 
@@ -80,7 +80,11 @@ def check_trained_as(stored: Mapping[str, Any], config: RunConfig, where: str) -
 
     """
     now = trained_as(config)
-    keys = sorted(k for k in set(stored) | set(now) if stored.get(k) != now.get(k))
+    # checkpoints written before the config became its sections recorded every stream's keys
+    others = {k.name for k in config_keys().values() if k.section == "stream"} - set(now)
+    keys = sorted(
+        k for k in set(stored) | set(now) if stored.get(k) != now.get(k) and k not in others
+    )
     if not keys:
         return
     shown = "; ".join(f"{k}: trained as {stored.get(k)!r}, now {now.get(k)!r}" for k in keys)
@@ -151,10 +155,10 @@ def record_given_stream(config: RunConfig, stream: TaskStream) -> RunConfig:
             that is not one of its family's datasets (no config could record it).
 
     """
-    spec = config.stream_spec()
+    spec = config.stream
     if stream.kind != spec.kind:
         raise ConfigError(
-            f"stream=: a {stream.kind!r} stream, but the config's stream {config.stream!r} "
+            f"stream=: a {stream.kind!r} stream, but the config's stream {config.stream.name!r} "
             f"makes {spec.kind!r} tasks; set the config's stream to the one given"
         )
     orders = getattr(spec, "orders", None)
@@ -164,7 +168,7 @@ def record_given_stream(config: RunConfig, stream: TaskStream) -> RunConfig:
     unknown = [n for n in names if n not in spec.datasets]
     if unknown:
         raise ConfigError(
-            f"stream=: task {unknown[0]!r} is not a {config.stream} dataset "
+            f"stream=: task {unknown[0]!r} is not a {config.stream.name} dataset "
             f"({', '.join(spec.datasets)}), so the run's config.yaml could not say what was "
             "run; name the tasks after their datasets, or train with lifelong.build_run and "
             "lifelong.run_stream, which write no run directory"
@@ -224,12 +228,14 @@ def run_home(run_dir: Path) -> Path:
 
 def _places(config: RunConfig) -> list[tuple[str, Path | str | None]]:
     """Each location key with the local path (or remote address) it makes the run write to."""
-    out: list[tuple[str, Path | str | None]] = [("output_dir", Path(config.output_dir))]
-    out.append(("run_index", Path(config.run_index) if config.run_index else None))
-    cache = config.token_cache
+    out: list[tuple[str, Path | str | None]] = [("output_dir", Path(config.tracking.output_dir))]
+    out.append(
+        ("run_index", Path(config.tracking.run_index) if config.tracking.run_index else None)
+    )
+    cache = config.training.token_cache
     out.append(("token_cache", None if cache in ("auto", "off") else Path(cache)))
-    if "mlflow" in config.loggers and config.tracking_uri:
-        out.append(("tracking_uri", _uri_place(config.tracking_uri)))
+    if "mlflow" in config.tracking.loggers and config.tracking.tracking_uri:
+        out.append(("tracking_uri", _uri_place(config.tracking.tracking_uri)))
     return out
 
 
@@ -250,5 +256,5 @@ def _inside(place: Path | str, home: Path) -> bool:
 
 
 def _flag_value(key: str, config: RunConfig) -> str:
-    value = str(getattr(config, key))
+    value = str(config.to_dict()[key])
     return value if value and " " not in value else repr(value)

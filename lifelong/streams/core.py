@@ -12,9 +12,11 @@ import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
+
+from lifelong.options import PositiveInt
 
 log = logging.getLogger(__name__)
 
@@ -74,15 +76,17 @@ class SourceFields:
             ``hf``: the Hugging Face hub).
         data_source: ``"files"`` (each family's file layout) or ``"hf"`` (Hugging Face
             ``datasets``: the hub, ``save_to_disk`` directories or parquet; `streams.hf_datasets`).
-        train_size: Training examples per task (per dataset, or per relation on FewRel).
-        test_size: Test examples per task, likewise.
+        train_size: Training examples per task: text, per dataset (with real data and none
+            given: the paper's 115,000); QA, questions per dataset; FewRel, sentences per
+            relation (``None``: all).
+        test_size: Test examples per task, likewise (text with real data: the paper's 7,600).
 
     """
 
     data_dir: str | None = None
-    data_source: str = "files"
-    train_size: int | None = None
-    test_size: int | None = None
+    data_source: Literal["files", "hf"] = "files"
+    train_size: PositiveInt | None = None
+    test_size: PositiveInt | None = None
 
 
 @dataclass(frozen=True)
@@ -91,11 +95,12 @@ class OrderedFields(SourceFields):
 
     Attributes:
         order: Paper task order ``"i"``..``"iv"``.
-        tasks: Dataset names in training order, overriding ``order``.
+        tasks: Dataset names in training order (a list, or one comma-separated string),
+            overriding ``order``.
 
     """
 
-    order: str | None = "i"
+    order: Literal["i", "ii", "iii", "iv"] = "i"
     tasks: tuple[str, ...] | None = None
 
     datasets: ClassVar[Collection[str]]  # the family's dataset names

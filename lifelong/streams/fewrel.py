@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lifelong.options import PositiveInt, Seed
 from lifelong.streams.core import (
     DataFormatError,
     Embedder,
@@ -742,7 +743,7 @@ class FewRelSpec(SourceFields):
 
     Attributes:
         fewrel_tasks: Relation clusters, i.e. tasks (papers: 10).
-        cluster_order: Seed of the shuffled cluster order.
+        cluster_order: Seed of the shuffled cluster order (``--runs N``: 0..N-1).
         glove: GloVe file whose mean word vectors embed the relation names (default: the
             ``embed`` given to `build`, the run's key encoder).
 
@@ -754,9 +755,10 @@ class FewRelSpec(SourceFields):
     # one test set holding every cluster's relations (Holla et al., 2020, §4.1; the survey: "a
     # single test set"), not the mean of per-cluster accuracies
     headline_metric: ClassVar[str] = "pooled_accuracy"
+    title: ClassVar[str] = "lifelong FewRel"
 
-    fewrel_tasks: int = PAPER_N_TASKS
-    cluster_order: int = 0
+    fewrel_tasks: PositiveInt = PAPER_N_TASKS
+    cluster_order: Seed = 0
     glove: str | None = None
 
     def check(self) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from lifelong.options import NOT_A_KEY, NonNegativeInt, PositiveInt
 
 
 @dataclass(frozen=True)
@@ -30,13 +32,15 @@ class TaskSettings:
 
     """
 
-    max_length: int = 128
-    doc_stride: int = 128
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    pair_loss: Literal["binary", "softmax"] = "binary"
-    segment_ids: bool = False
-    token_types: bool = True
+    max_length: PositiveInt = 128
+    doc_stride: NonNegativeInt = field(default=128, metadata={"streams": ("qa",)})
+    max_query_length: PositiveInt = field(default=64, metadata={"streams": ("qa",)})
+    max_answer_length: PositiveInt = field(default=30, metadata={"streams": ("qa",)})
+    pair_loss: Literal["binary", "softmax"] = field(
+        default="binary", metadata={"streams": ("fewrel",)}
+    )
+    segment_ids: bool = field(default=False, metadata={"streams": ("fewrel",)})
+    token_types: bool = field(default=True, metadata=NOT_A_KEY)
 
 
 def check_windows(

@@ -64,7 +64,7 @@ def train_and_evaluate(strategy, kind, precision, encoder="tiny", **options):
         config = config.replace(segment_length=16)
     stream = stream_of(kind)
     model, task = build_model(
-        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+        config.encoder, config.task_settings(), stream, seed=config.training.seed
     )
     runtime = Runtime(torch.device("cpu"), precision)
     task = on_device(task, runtime.device)

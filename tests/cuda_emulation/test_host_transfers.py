@@ -25,7 +25,7 @@ def built(strategy, kind, **options):
     config = from_dict({"stream": name, "encoder": "tiny", "max_length": 48, **keys})
     stream = stream_of(kind)
     model, task = build_model(
-        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+        config.encoder, config.task_settings(), stream, seed=config.training.seed
     )
     task = GpuKind(task)
     context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0)

@@ -27,19 +27,24 @@ def test_there_are_paper_configs_and_a_smoke_set():
 def test_every_experiment_config_loads(path):
     sweep = load_sweep(path)
     points = sweep.points()
-    assert points and all(p.config.strategy in sweep.strategies for p in points)
+    assert points and all(p.config.strategy.name in sweep.strategies for p in points)
     for point in points:  # each point's options build the strategy's options dataclass
         from lifelong import registry
         from lifelong.options import parse_options
 
-        parse_options(registry.options_class(point.config.strategy), point.config.options_for())
+        parse_options(
+            registry.options_class(point.config.strategy.name), point.config.options_for()
+        )
 
 
 def test_paper_hyper_parameters_are_the_papers():
     oml = load_sweep(EXPERIMENTS / "text_classification/oml_er.yaml")
-    by_strategy = {p.config.strategy: p.config for p in oml.points()}
-    assert by_strategy["oml-er"].max_length == 448 and by_strategy["anml-er"].max_length == 300
-    assert by_strategy["oml-er"].batch_size == 16
+    by_strategy = {p.config.strategy.name: p.config for p in oml.points()}
+    assert (
+        by_strategy["oml-er"].task.max_length == 448
+        and by_strategy["anml-er"].task.max_length == 300
+    )
+    assert by_strategy["oml-er"].training.batch_size == 16
     assert by_strategy["oml-er"].options_for() == {
         "support_batches": 5,
         "inner_lr": 1e-3,
@@ -71,14 +76,17 @@ def test_an_unknown_key_is_an_error_naming_it(tmp_path):
 def test_qa_and_fewrel_configs_carry_their_papers_settings():
     qa = load_sweep(EXPERIMENTS / "qa/mbpa_plus_plus.yaml")
     config = qa.base
-    assert config.stream == "qa" and (config.max_length, config.doc_stride) == (384, 128)
-    assert (config.max_query_length, config.max_answer_length) == (64, 30)
+    assert config.stream.name == "qa" and (config.task.max_length, config.task.doc_stride) == (
+        384,
+        128,
+    )
+    assert (config.task.max_query_length, config.task.max_answer_length) == (64, 30)
     fewrel = load_sweep(EXPERIMENTS / "fewrel/oml_er.yaml")
     points = fewrel.points()
-    assert {p.config.cluster_order for p in points} == {0, 1, 2, 3, 4}  # orders: cluster orders
-    assert all(p.config.order == "i" for p in points)
-    oml = next(p.config for p in points if p.config.strategy == "oml-er")
-    assert oml.batch_size == 4 and oml.options_for()["replay_every"] == 1600
+    orders = {p.config.stream.cluster_order for p in points}
+    assert orders == {0, 1, 2, 3, 4}  # orders: cluster orders
+    oml = next(p.config for p in points if p.config.strategy.name == "oml-er")
+    assert oml.training.batch_size == 4 and oml.options_for()["replay_every"] == 1600
     assert points[0].run_dir.name.endswith("_0_s0")
     # Holla et al.'s FewRel setting: R_I = 1,600 sentences, r = 0.01, b = 4, m = 5, p_write = 1
     from lifelong import registry
@@ -86,16 +94,20 @@ def test_qa_and_fewrel_configs_carry_their_papers_settings():
 
     for point in points:
         config = point.config
-        assert (config.batch_size, config.max_length, config.lr) == (4, 64, 3e-5)
-        options = parse_options(registry.options_class(config.strategy), config.options_for())
+        assert (config.training.batch_size, config.task.max_length, config.training.lr) == (
+            4,
+            64,
+            3e-5,
+        )
+        options = parse_options(registry.options_class(config.strategy.name), config.options_for())
         if hasattr(options, "replay_every"):
             assert (options.replay_every, options.replay_ratio) == (1600, 0.01)
             assert getattr(options, "write_prob", 1.0) == 1.0
         if hasattr(options, "support_batches"):
             assert options.support_batches == 5 and options.inner_lr == 1e-3
-        if config.strategy == "agem":
+        if config.strategy.name == "agem":
             assert options.project == "replay_steps"
-        if config.strategy == "mtl":
+        if config.strategy.name == "mtl":
             assert options.epochs == 1
 
 
@@ -107,15 +119,20 @@ def test_mbpa_plus_plus_configs_train_baselines_as_em_in_lll_does():
         sweep = load_sweep(EXPERIMENTS / name)
         for point in sweep.points():
             config = point.config
-            options = parse_options(registry.options_class(config.strategy), config.options_for())
+            options = parse_options(
+                registry.options_class(config.strategy.name), config.options_for()
+            )
             # the paper's 3e-5; MbPA++ itself at EM-in-LLL's 2e-5 on text classification
-            em_in_lll = config.strategy == "mbpa++" and "text_classification" in name
-            assert (config.batch_size, config.lr) == (32, 2e-5 if em_in_lll else 3e-5)
-            if config.strategy in ("replay", "mbpa++", "mbpa++-rand"):
+            em_in_lll = config.strategy.name == "mbpa++" and "text_classification" in name
+            assert (config.training.batch_size, config.training.lr) == (
+                32,
+                2e-5 if em_in_lll else 3e-5,
+            )
+            if config.strategy.name in ("replay", "mbpa++", "mbpa++-rand"):
                 assert (options.replay_every, options.replay_ratio) == (10_000, 0.01)
                 assert options.replay_mode == "mean" and options.max_grad_norm == 1.0
                 assert options.replay_grad_norm in (None, 1.0)
-            if config.strategy == "mbpa++":
+            if config.strategy.name == "mbpa++":
                 assert (options.k, options.steps, options.momentum) == (32, 30, 0.9)
 
 
@@ -128,9 +145,9 @@ def test_the_mbpa_configs_clip_every_baseline_as_they_say(name):
     sweep = load_sweep(EXPERIMENTS / "text_classification" / name)
     baselines = {"seq", "replay", "agem", "ewc", "mtl"} & set(sweep.strategies)
     for point in sweep.points():
-        if point.config.strategy in baselines:
-            options = registry.parse(point.config.strategy, point.config.options_for())
-            assert options.max_grad_norm == 1.0, point.config.strategy
+        if point.config.strategy.name in baselines:
+            options = registry.parse(point.config.strategy.name, point.config.options_for())
+            assert options.max_grad_norm == 1.0, point.config.strategy.name
 
 
 def test_mbpa_plus_plus_trains_as_em_in_lll():
@@ -142,9 +159,13 @@ def test_mbpa_plus_plus_trains_as_em_in_lll():
     from tests.conftest import classification, tiny_classifier
 
     sweep = load_sweep(EXPERIMENTS / "text_classification" / "mbpa_plus_plus.yaml")
-    (point,) = [p for p in sweep.points() if p.config.strategy == "mbpa++"][:1]
+    (point,) = [p for p in sweep.points() if p.config.strategy.name == "mbpa++"][:1]
     options = registry.parse("mbpa++", point.config.options_for())
-    assert point.config.lr == 2e-5 and options.optimizer_per_task and options.head_dropout == 0.1
+    assert (
+        point.config.training.lr == 2e-5
+        and options.optimizer_per_task
+        and options.head_dropout == 0.1
+    )
     from lifelong.encoders import load_tokenizer
 
     task = classification(load_tokenizer("tiny"))

@@ -13,17 +13,21 @@ def long_inputs(load_script):
 def test_each_reader_is_the_budget_run_with_only_its_reading_changed(budget, long_inputs):
     budget = budget.with_grid(["replay"], ["i"], [0])
     before = next(iter(budget.points())).config
-    assert before.max_length == 64 and before.encoder == "minilm"
+    assert before.task.max_length == 64 and before.encoder.name == "minilm"
     for reader, changes in long_inputs.READERS.items():
         sweep = long_inputs.reading(budget, reader, "replay")
         assert sweep.name == f"text_real_budget_long_{reader}" and sweep.strategies == ("replay",)
         (point,) = sweep.points()
         after = point.config
-        assert {key: getattr(after, key) for key in changes} == changes
-        same = after.replace(**{key: getattr(before, key) for key in changes})
-        assert same.replace(log_group=before.log_group) == before
+        assert {key: after.to_dict()[key] for key in changes} == changes
+        same = after.replace(**{key: before.to_dict()[key] for key in changes})
+        assert same.replace(log_group=before.tracking.log_group) == before
     rmt = next(iter(long_inputs.reading(budget, "rmt-minilm-64", "replay").points())).config
-    assert (rmt.encoder, rmt.segment_length, rmt.max_length) == ("rmt-minilm", 64, 512)
+    assert (rmt.encoder.name, rmt.encoder.segment_length, rmt.task.max_length) == (
+        "rmt-minilm",
+        64,
+        512,
+    )
 
 
 def test_table_rows_per_reader_minutes_and_the_memory_reader_against_each(long_inputs, tmp_path):
@@ -56,15 +60,18 @@ def test_the_retrospective_feed_readers_differ_from_each_other_only_in_passes(bu
         for reader in ("ernie-doc-32", "ernie-doc-32-once", "transformer-xl-32")
     }
     twice, once, xl = configs.values()
-    assert (twice.encoder, twice.segment_length, twice.max_length, twice.lr) == (
+    assert (twice.encoder.name, twice.encoder.segment_length, twice.task.max_length) + (
+        twice.training.lr,
+    ) == (
         "ernie-doc",
         32,
         256,
         1e-3,
     )
-    assert twice.document_passes is None and once.document_passes == 1  # None: the design's 2
-    assert once.replace(document_passes=None, log_group=twice.log_group) == twice
-    assert xl.replace(encoder="ernie-doc", log_group=twice.log_group) == twice
+    passes = (twice.encoder.document_passes, once.encoder.document_passes)
+    assert passes == (None, 1)  # None: the design's 2
+    assert once.replace(document_passes=None, log_group=twice.tracking.log_group) == twice
+    assert xl.replace(encoder="ernie-doc", log_group=twice.tracking.log_group) == twice
     assert long_inputs.DEFAULT_READERS == ("minilm-128", "minilm-512", "rmt-minilm-64")
 
 

@@ -31,9 +31,9 @@ def test_the_sweep_is_the_budget_at_the_asked_grid_data_and_output(real_budget, 
         "replay_i_s0", "replay_i_s2", "replay_iii_s0", "replay_iii_s2"
     ]  # fmt: skip
     config = points[0].config
-    assert (config.data_dir, config.train_size) == (str(data), 500)
+    assert (config.stream.data_dir, config.stream.train_size) == (str(data), 500)
     plain = real_budget.budget_sweep(_args(real_budget), ["replay"])
-    assert plain.base.data_dir != str(data) and plain.base.train_size != 500
+    assert plain.base.stream.data_dir != str(data) and plain.base.stream.train_size != 500
 
 
 def test_the_copies_are_named_as_the_collect_script_names_them(real_budget, tmp_path):

@@ -18,8 +18,8 @@ def test_each_rate_is_a_sweep_of_its_own_changing_only_the_ratio(budget, replay_
         options = point.config.options_for()
         assert options == before.config.options_for() | {"replay_ratio": 0.05}
         assert options["replay_every"] == 160  # the event schedule stays the budget's
-        same = point.config.replace(strategy_options=before.config.strategy_options)
-        assert same.replace(log_group=before.config.log_group) == before.config
+        same = point.config.replace(strategy_options=before.config.strategy.options)
+        assert same.replace(log_group=before.config.tracking.log_group) == before.config
 
 
 def test_the_budget_s_own_rate_is_the_budget_sweep_itself(budget, replay_rate):

@@ -18,8 +18,8 @@ def test_the_sweep_is_the_budget_s_mbpa_plus_plus_with_another_scope(budget, wid
         options = point.config.options_for()
         assert options == before.config.options_for() | {"adapt_scope": "top1"}
         assert before.config.options_for()["adapt_scope"] == "head"
-        same = point.config.replace(strategy_options=before.config.strategy_options)
-        assert same.replace(log_group=before.config.log_group) == before.config
+        same = point.config.replace(strategy_options=before.config.strategy.options)
+        assert same.replace(log_group=before.config.tracking.log_group) == before.config
 
 
 def test_table_rows_per_scope_and_the_paired_difference(wider_scope, tmp_path):

@@ -188,7 +188,7 @@ def test_the_eval_batch_size_and_prefetch_follow_the_device():
     assert CPU.prefetch == 0 and gpu.prefetch == 2
     for flag, value in (("auto", "auto"), ("16", 16)):
         args = build_parser().parse_args(["run", "--eval-batch-size", flag])
-        assert config_from_args(args).eval_batch_size == value
+        assert config_from_args(args).training.eval_batch_size == value
 
 
 def test_an_object_without_the_hooks_is_refused_by_the_learner(task):

@@ -84,7 +84,7 @@ def test_the_config_checks_the_device_spelling_and_preflight_its_presence(monkey
 def test_device_and_precision_flags_set_the_config():
     args = build_parser().parse_args(["run", "--device", "cpu", "--precision", "bf16"])
     config = config_from_args(args)
-    assert (config.device, config.precision) == ("cpu", "bf16")
+    assert (config.training.device, config.training.precision) == ("cpu", "bf16")
 
 
 def test_every_batch_the_wrapped_kind_makes_lands_on_its_device(task, stream):
@@ -174,7 +174,7 @@ def test_fp16_runtime_scales_losses_and_the_other_precisions_do_not():
     for other in (CPU, Runtime(cpu, "bf16")):
         assert not other.grad_scaler().is_enabled() and other.inner_loss_scale == 1.0
     args = build_parser().parse_args(["run", "--device", "cpu", "--precision", "fp16"])
-    assert config_from_args(args).precision == "fp16"
+    assert config_from_args(args).training.precision == "fp16"
 
 
 def test_an_fp16_update_whose_gradient_overflows_is_skipped_and_the_scale_halves():
@@ -298,5 +298,5 @@ def test_a_compiled_run_trains_checkpoints_and_resumes_with_its_parameter_names(
 
 def test_the_compile_flag_sets_the_config_and_may_come_with_resume():
     args = build_parser().parse_args(["run", "--compile"])
-    assert config_from_args(args).compile is True
-    assert config_from_args(build_parser().parse_args(["run"])).compile is False
+    assert config_from_args(args).training.compile is True
+    assert config_from_args(build_parser().parse_args(["run"])).training.compile is False

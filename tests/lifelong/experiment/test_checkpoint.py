@@ -114,8 +114,8 @@ def test_resume_with_a_new_checkpoint_interval_records_and_uses_it(tmp_path, mon
     position = load_checkpoint(crashed).position  # taken after task 2's 2nd batch: every 2
     assert (position.task, position.step) == (1, 2)
     stored = load_run_config(crashed / "config.yaml")
-    assert stored.checkpoint_every == 2  # later resumes keep it
-    assert stored.replace(checkpoint_every=0) == config.replace(run_index=stored.run_index)
+    assert stored.training.checkpoint_every == 2  # later resumes keep it
+    assert stored.replace(checkpoint_every=0) == config.replace(run_index=stored.tracking.run_index)
     log_text = (crashed / "log.txt").read_text(encoding="utf-8")
     assert "resumed with checkpoint_every=2, keep_checkpoint=False" in log_text  # the run's own log
     outcome = resume(crashed)
@@ -130,7 +130,7 @@ def test_run_resume_takes_a_checkpoint_interval(tmp_path, monkeypatch):
     monkeypatch.undo()
     argv = ["run", "--resume", str(tmp_path / "crashed"), "--checkpoint-every", "3"]
     assert main([*argv, "--no-progress"]) == 0
-    assert load_run_config(tmp_path / "crashed" / "config.yaml").checkpoint_every == 3
+    assert load_run_config(tmp_path / "crashed" / "config.yaml").training.checkpoint_every == 3
     assert is_finished(tmp_path / "crashed")
 
 
@@ -144,9 +144,9 @@ def test_build_run_then_run_stream_trains_what_run_trains(tmp_path, strategy):
         built.stream,
         built.strategy,
         built.task,
-        batch_size=config.batch_size,
-        eval_batch_size=built.runtime.eval_batch_size(config.eval_batch_size),
-        seed=config.seed,
+        batch_size=config.training.batch_size,
+        eval_batch_size=built.runtime.eval_batch_size(config.training.eval_batch_size),
+        seed=config.training.seed,
         progress=False,
         runtime=built.runtime,
     )

@@ -1,26 +1,35 @@
-"""The run config by section: each section typed and checked by its owner; flat keys still load."""
+"""The run config is its sections: each key declared once, by its owner; flat keys still load."""
 
+import ast
 import dataclasses
+import inspect
+import logging
+import typing
+from pathlib import Path
 
 import pytest
 import yaml
 
 from lifelong.encoders.names import EncoderOptions
+from lifelong.experiment import cli
 from lifelong.experiment.config import (
+    FLAT_KEYS,
+    SECTION_NAMES,
+    SECTIONS,
     ConfigError,
     RunConfig,
-    Sections,
+    config_keys,
+    flat_keys_in,
     flatten,
     from_dict,
     load_run_config,
     load_yaml,
-    section_keys,
+    read_yaml,
 )
-from lifelong.experiment.trackers import TrackingOptions
-from lifelong.registry import StrategyChoice
-from lifelong.streams import FewRelSpec, TextSpec
-from lifelong.tasks.settings import TaskSettings
-from lifelong.training import TrainingOptions
+from lifelong.options import OptionsError
+from lifelong.streams.registry import STREAMS
+
+ROOT = Path(__file__).resolve().parents[3]
 
 SECTIONED = {
     "stream": {"name": "text", "order": "ii", "train_size": 40},
@@ -46,33 +55,111 @@ FLAT = {
 }
 
 
-def test_every_flat_key_belongs_to_exactly_one_section():
-    owners = {}
-    for section, fields in section_keys().items():
-        for key in fields.values():
-            assert key not in owners, f"{key} in {owners.get(key)} and {section}"
-            owners[key] = section
-    assert set(owners) == {f.name for f in dataclasses.fields(RunConfig)}
+def section_fields() -> list[tuple[str, str]]:
+    """(section, field) of every config key, read from the owners' classes directly."""
+    out = [("stream", "name")]
+    for spec in STREAMS.values():
+        out += [("stream", f.name) for f in dataclasses.fields(spec)]
+    for section, cls in SECTIONS.items():
+        out += [(section, f.name) for f in dataclasses.fields(cls) if f.name != "token_types"]
+    return sorted(set(out))
+
+
+def test_the_config_holds_its_sections_only():
+    assert tuple(f.name for f in dataclasses.fields(RunConfig)) == SECTION_NAMES
+    assert sorted((k.section, k.field) for k in config_keys().values()) == section_fields()
+    assert len(FLAT_KEYS) == len(section_fields()) == 41  # one flat alias per field, no more
+
+
+def test_every_run_flag_maps_to_exactly_one_section_field():
+    parser = cli.build_parser()
+    run = next(
+        a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" run")
+    )
+    own = {"help", "config", "option", "resume", "runs"}  # the command's, not config keys
+    dests = [a.dest for a in run._actions if a.dest not in own]
+    assert sorted(dests) == sorted(k for k in FLAT_KEYS if k != "strategy_options")
+    fields = [FLAT_KEYS[d] for d in dests]
+    assert len(fields) == len(set(fields))  # one flag each
+    for action in run._actions:
+        if action.dest in own:
+            continue
+        key = config_keys()[action.dest]
+        assert action.default is None  # given or not: the config's value otherwise
+        assert key.doc and key.doc.split(".")[0].replace("``", "")[:20] in action.help.replace(
+            "%%", "%"
+        ), action.dest
+        base = cli._without_none(key.hint)
+        if typing.get_origin(base) is typing.Literal:
+            assert action.choices == [str(c) for c in typing.get_args(base)]
+
+
+def test_the_parser_names_no_config_key_itself():
+    """``lifelong run`` adds four flags of its own; every other comes from add_config_flags."""
+    literal = set()
+    for node in ast.walk(ast.parse(inspect.getsource(cli))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            receiver = getattr(node.func.value, "id", "")
+            if receiver in ("run", "parser", "groups"):
+                literal |= {a.value for a in node.args if isinstance(a, ast.Constant)}
+    assert "--config" in literal
+    run_flags = {f"--{k.flag.replace('_', '-')}" for k in config_keys().values()}
+    assert not literal & run_flags  # (the sweep's --output-dir / --data-dir are its own)
+    assert not any(f'"{key}"' in inspect.getsource(cli.add_config_flags) for key in FLAT_KEYS)
+
+
+def test_help_shows_each_default_the_demo_config_sets(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--lr LR Learning rate of the main optimiser. (default: 0.0001)" in text  # the demo's
+    assert "--strategy STRATEGY" in text and "(default: replay)" in text
+    assert "Only the qa stream(s). (default: 32)" in text  # doc_stride, the demo's 32
 
 
 def test_a_sectioned_config_is_the_flat_config_it_names(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(SECTIONED))
-    assert load_yaml(path) == from_dict(FLAT)
+    flat = tmp_path / "flat.yaml"
+    flat.write_text(yaml.safe_dump(FLAT))
+    assert load_yaml(path) == load_yaml(flat) == from_dict(FLAT) == from_dict(SECTIONED)
     assert flatten(SECTIONED) == FLAT
 
 
-def test_each_component_receives_its_section_typed_by_its_owner():
-    parts = from_dict(SECTIONED).sections()
-    assert isinstance(parts, Sections)
-    assert parts.stream == TextSpec(order="ii", train_size=40)
-    assert parts.task == TaskSettings(max_length=64)
-    assert parts.encoder == EncoderOptions(name="tiny")
-    assert parts.strategy == StrategyChoice("replay", {"replay": {"replay_every": 80}})
-    assert parts.training == TrainingOptions(lr=1e-4, batch_size=8, seed=3)
-    assert parts.tracking == TrackingOptions(loggers=("csv",), output_dir="out")
-    fewrel = from_dict({"stream": {"name": "fewrel", "cluster_order": 2}}).sections().stream
-    assert fewrel == FewRelSpec(cluster_order=2)
+def test_a_flat_file_loads_with_one_line_naming_each_key_s_new_place(tmp_path, caplog):
+    flat = tmp_path / "flat.yaml"
+    flat.write_text(yaml.safe_dump({"lr": 1e-4, "encoder": "tiny", "training": {"seed": 2}}))
+    with caplog.at_level(logging.WARNING):
+        config = load_yaml(flat)
+    assert config.training.lr == 1e-4 and config.training.seed == 2
+    (line,) = caplog.messages
+    places = "encoder -> encoder.name, lr -> training.lr"
+    assert line == f"{flat}: flat keys still load but belong in sections: {places}"
+
+
+def test_every_yaml_under_experiments_and_the_bundled_configs_is_sectioned():
+    files = sorted((ROOT / "experiments").rglob("*.yaml"))
+    files += sorted((ROOT / "lifelong").rglob("*.yaml"))
+    assert len(files) >= 10
+    for path in files:
+        values = read_yaml(path)
+        runs = (
+            [values["run"], *(values.get("per_strategy") or {}).values()]
+            if "run" in values
+            else [values]
+        )
+        for run in runs:
+            assert flat_keys_in(run) == [], path
+
+
+def test_python_builds_a_config_from_sections_names_or_mappings():
+    config = RunConfig(stream="qa", encoder="tiny", training={"lr": 1e-3}, task={"doc_stride": 32})
+    assert config == from_dict({"stream": "qa", "encoder": "tiny", "lr": 1e-3, "doc_stride": 32})
+    assert config.stream.name == "qa" and config.encoder == EncoderOptions(name="tiny")
+    with pytest.raises(OptionsError, match="key 'lr'"):
+        RunConfig(training={"lr": -1})
+    with pytest.raises(OptionsError, match="key 'cluster_order': read by the fewrel"):
+        RunConfig(stream={"name": "text", "cluster_order": 3})
 
 
 @pytest.mark.parametrize(
@@ -102,8 +189,9 @@ def test_a_run_directory_holds_its_config_by_section_and_reloads_it(tmp_path):
 
 def test_an_old_flat_run_config_still_resumes(tmp_path):
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(RunConfig(encoder="tiny", lr=1e-4).to_dict()))
-    assert load_run_config(path) == RunConfig(encoder="tiny", lr=1e-4)
+    old = {**RunConfig(encoder="tiny", training={"lr": 1e-4}).to_dict(), "cluster_order": 0}
+    path.write_text(yaml.safe_dump(old))  # flat, with every stream's keys, as runs kept them
+    assert load_run_config(path) == RunConfig(encoder="tiny", training={"lr": 1e-4})
 
 
 def test_only_the_run_functions_take_the_whole_config():

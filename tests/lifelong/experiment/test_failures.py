@@ -465,8 +465,11 @@ def test_an_empty_config_file_is_an_error(tmp_path, capsys):
 
 
 def test_tasks_empty_is_an_error_not_all_five(tmp_path, capsys):
-    assert main([*TINY[:-1], "", "--output-dir", str(tmp_path)]) == 2
-    assert "key 'tasks': '' names no dataset" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*TINY[:-1], "", "--output-dir", str(tmp_path)])
+    assert "argument --tasks: expected a value, got an empty string" in capsys.readouterr().err
+    assert main([*TINY[:-1], " , ", "--output-dir", str(tmp_path)]) == 2
+    assert "key 'tasks': ' , ' names no dataset" in capsys.readouterr().err
 
 
 def test_a_yaml_key_given_twice_is_an_error_naming_both_lines(tmp_path, capsys):
@@ -503,7 +506,7 @@ def test_an_older_runs_saved_segment_length_still_resumes(tmp_path):
 
     saved = {"encoder": "minilm", "segment_length": 64, "lr": 0.001}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
-    assert load_run_config(tmp_path / "config.yaml").segment_length is None
+    assert load_run_config(tmp_path / "config.yaml").encoder.segment_length is None
 
 
 def test_the_metrics_block_prints_counts_as_counts():

@@ -2,12 +2,12 @@ import multiprocessing
 
 import pytest
 
-from lifelong.experiment.config import RunConfig
+from lifelong.experiment.config import from_dict
 from lifelong.experiment.index import RunIndex, RunIndexError
 
 
 def config(seed=0, strategy="seq"):
-    return RunConfig(strategy=strategy, seed=seed).to_dict()
+    return from_dict(dict(strategy=strategy, seed=seed)).to_dict()
 
 
 def test_start_finish_fail_and_filter(tmp_path):

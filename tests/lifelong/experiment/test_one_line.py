@@ -167,7 +167,7 @@ def test_lm_limits_are_one_line(flags, expected, code, capsys, tmp_path):
 def test_sweep_seeds_that_are_not_integers_name_the_flag(tmp_path, capsys):
     path = tmp_path / "sweep.yaml"
     path.write_text(
-        yaml.safe_dump({"name": "s", "strategies": ["seq"], "run": {"encoder": "tiny"}})
+        yaml.safe_dump({"name": "s", "strategies": ["seq"], "run": {"encoder": {"name": "tiny"}}})
     )
     assert main(["sweep", str(path), "--seeds", "a,b"]) == 2
     assert "--seeds: expected integer seeds, got 'a'" in error_line(capsys)
@@ -179,13 +179,11 @@ def sweep_file(tmp_path, **changes) -> Path:
         "strategies": ["seq"],
         "seeds": [0],
         "run": {
-            "encoder": "tiny",
-            "tasks": ["ag_news"],
-            "train_size": 4,
-            "test_size": 4,
-            "batch_size": 4,
-            "max_length": 32,
-            "output_dir": str(tmp_path / "out"),
+            "stream": {"tasks": ["ag_news"], "train_size": 4, "test_size": 4},
+            "encoder": {"name": "tiny"},
+            "task": {"max_length": 32},
+            "training": {"batch_size": 4},
+            "tracking": {"output_dir": str(tmp_path / "out")},
         },
     } | changes
     path = tmp_path / "sweep.yaml"

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from lifelong.experiment.cli import add_report_arguments
-from lifelong.experiment.config import RunConfig
+from lifelong.experiment.config import from_dict
 from lifelong.experiment.reports import (
     ReportError,
     command,
@@ -52,7 +52,7 @@ def make_run(run_dir, strategy="replay", order="i", seed=0, value=None, tasks=No
         metrics.update(average_accuracy=value, bwt=-value / 10, fwt=1.0, forgetting=value / 10)
         metrics.update(pooled_accuracy=value)
     metrics["seconds"] = 1.5
-    cfg = RunConfig(strategy=strategy, order=order, seed=seed, tasks=tasks, **config)
+    cfg = from_dict(dict(strategy=strategy, order=order, seed=seed, tasks=tasks, **config))
     write_results(run_dir, cfg.to_dict(), StreamResult(tuple(names), R, before), metrics)
     return run_dir
 

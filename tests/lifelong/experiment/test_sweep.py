@@ -58,10 +58,12 @@ def test_grid_points_have_fixed_dirs_and_per_strategy_changes(tmp_path):
     points = sweep.points()
     assert len(points) == 2 * 2 * 2
     assert points[0].run_dir == tmp_path / "tiny" / "seq_i_s0"
-    assert {p.config.lr for p in points if p.config.strategy == "replay"} == {0.5}
-    assert {p.config.lr for p in points if p.config.strategy == "seq"} == {3e-5}
+    assert {p.config.training.lr for p in points if p.config.strategy.name == "replay"} == {0.5}
+    assert {p.config.training.lr for p in points if p.config.strategy.name == "seq"} == {3e-5}
     narrowed = sweep.with_grid(["replay"], ["ii"], [3])
-    assert [(p.config.strategy, p.config.seed) for p in narrowed.points()] == [("replay", 3)]
+    assert [(p.config.strategy.name, p.config.training.seed) for p in narrowed.points()] == [
+        ("replay", 3)
+    ]
 
 
 def test_data_dir_flag_replaces_every_points_data_dir(tmp_path, capsys):
@@ -69,7 +71,7 @@ def test_data_dir_flag_replaces_every_points_data_dir(tmp_path, capsys):
     data.mkdir()
     sweep = tiny_sweep(tmp_path, per_strategy={"replay": {"data_dir": str(tmp_path)}})
     moved = sweep.with_run(data_dir=str(data))
-    dirs = {p.config.strategy: p.config.data_dir for p in moved.points()}
+    dirs = {p.config.strategy.name: p.config.stream.data_dir for p in moved.points()}
     assert dirs == {"seq": str(data), "replay": str(tmp_path)}  # per_strategy still on top
     with pytest.raises(ConfigError, match=r"command line: key 'data_dir': .*missing: no such"):
         sweep.with_run(data_dir=str(tmp_path / "missing"))
@@ -156,7 +158,7 @@ def test_a_resumed_point_takes_the_sweep_files_checkpoint_interval(tmp_path, mon
     monkeypatch.undo()
     position = load_checkpoint(point).position  # taken after task 3's first batch
     assert (position.task, position.step) == (2, 1)
-    assert load_run_config(point / "config.yaml").checkpoint_every == 1
+    assert load_run_config(point / "config.yaml").training.checkpoint_every == 1
     assert [r.status for r in run_sweep(sweep)] == ["finished"]
     run_sweep(tiny_sweep(tmp_path / "fresh", strategies=["replay"]))
     fresh = matrices(tmp_path / "fresh" / "tiny")["replay_i_s0"]

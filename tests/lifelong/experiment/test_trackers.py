@@ -170,7 +170,7 @@ def test_sweep_points_share_their_sweep_as_tracker_group(tmp_path):
             "strategies": ["seq", "replay"],
         }
     )
-    assert {p.config.log_group for p in sweep.points()} == {"grid"}
+    assert {p.config.tracking.log_group for p in sweep.points()} == {"grid"}
     assert yaml.safe_load(yaml.safe_dump(sweep.points()[0].config.to_dict()))["loggers"] == ["csv"]
 
 

@@ -16,7 +16,7 @@ import yaml
 import lifelong
 from lifelong.experiment.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from lifelong.experiment.cli import main
-from lifelong.experiment.config import ConfigError, RunConfig
+from lifelong.experiment.config import ConfigError, RunConfig, from_dict
 from lifelong.experiment.index import RunIndex
 from lifelong.experiment.reports import report_table
 from lifelong.experiment.runs import resume, run
@@ -42,7 +42,7 @@ def tiny(tmp_path, **changes) -> RunConfig:
         "output_dir": str(tmp_path / "runs"),
         "strategy_options": {"replay": {"replay_every": 4, "replay_ratio": 0.5}},
     }
-    return RunConfig(**{**values, **changes})
+    return from_dict({**values, **changes})
 
 
 def with_checkpoint(tmp_path, **changes) -> Path:

@@ -46,7 +46,7 @@ from avalanche.training.plugins import EvaluationPlugin
 
 from lifelong import registry
 from lifelong.experiment.cli import main
-from lifelong.experiment.config import RunConfig
+from lifelong.experiment.config import from_dict
 from lifelong.experiment.runs import build_model, name_embedder
 from lifelong.integrations import avalanche as ava
 from lifelong.learner import evaluate_all
@@ -136,14 +136,14 @@ def test_options_are_checked_before_anything_loads():
 
 
 def tiny_sample(**changes):
-    config = RunConfig(encoder="tiny", train_size=40, test_size=20, lr=1e-3, **changes)
+    config = from_dict(dict(encoder="tiny", train_size=40, test_size=20, lr=1e-3, **changes))
     stream = build_stream(
-        config.stream_spec(),
-        seed=config.seed,
-        embed=name_embedder(config.sections().encoder, config.seed),
+        config.stream,
+        seed=config.training.seed,
+        embed=name_embedder(config.encoder, config.training.seed),
     )
     model, kind = build_model(
-        config.sections().encoder, config.task_settings(), stream, seed=config.seed
+        config.encoder, config.task_settings(), stream, seed=config.training.seed
     )
     return config, stream, model, kind
 
@@ -201,7 +201,7 @@ def test_benchmark_keeps_order_labels_and_our_accuracies():
 
     template = Naive(
         model=ava.as_model(model, kind),
-        optimizer=make_optimizer(model, config.lr),
+        optimizer=make_optimizer(model, config.training.lr),
         criterion=nn.CrossEntropyLoss(),
         train_mb_size=8,
         eval_mb_size=16,
@@ -311,11 +311,9 @@ def test_relation_stream_scores_candidates_in_the_merged_space():
 
 
 def test_qa_is_refused_with_a_reason():
-    config = RunConfig(encoder="tiny", stream="qa", train_size=4, test_size=4, doc_stride=32)
-    stream = build_stream(config.stream_spec())
-    _, kind = build_model(
-        config.sections().encoder, config.task_settings(), stream, seed=config.seed
-    )
+    config = from_dict(dict(encoder="tiny", stream="qa", train_size=4, test_size=4, doc_stride=32))
+    stream = build_stream(config.stream)
+    _, kind = build_model(config.encoder, config.task_settings(), stream, seed=config.training.seed)
     with pytest.raises(ava.UnsupportedStreamError, match="span"):
         ava.as_benchmark(stream, kind)
 
@@ -345,7 +343,7 @@ def test_a_checkpoint_is_data_and_resumes_to_the_same_model(tmp_path, name, opti
 
     seed_everything(0)
     config, stream, model, kind = tiny_sample()
-    kind = cached_kind(kind, config.task_settings(), config.token_cache, stream)
+    kind = cached_kind(kind, config.task_settings(), config.training.token_cache, stream)
     strategy = build(model, kind)
     strategy.observe(kind(stream.tasks[0].train[:16]))
     strategy.on_task_end(0)
@@ -436,7 +434,7 @@ def test_avalanche_clip_bounds_the_update_as_our_trainer_does():
     for name in ("seq", "avalanche:naive"):
         seed_everything(0)
         config, stream, model, kind = tiny_sample()
-        kind = cached_kind(kind, config.task_settings(), config.token_cache, stream)
+        kind = cached_kind(kind, config.task_settings(), config.training.token_cache, stream)
         start = [p.detach().clone() for p in model.parameters()]
         context = StrategyContext(model, kind, lr=1e-2, batch_size=8)
         strategy = registry.build(name, context, {"max_grad_norm": 1e-3})

@@ -141,7 +141,7 @@ def test_bad_index_values_are_clear_errors(monkeypatch):
         EpisodicMemory(8, index="IVF")
     with pytest.raises(ConfigError, match="key 'memory_index': index 'bogus'"):
         from_dict({"memory_index": "bogus"})
-    assert from_dict({"memory_index": "IVF256,Flat"}).memory_index == "IVF256,Flat"
+    assert from_dict({"memory_index": "IVF256,Flat"}).training.memory_index == "IVF256,Flat"
     monkeypatch.setattr(search_module, "faiss_installed", lambda: False)
     with pytest.raises(ValueError, match="'HNSW32' needs FAISS, which is not installed"):
         check_index("HNSW32")
@@ -153,14 +153,14 @@ def test_the_run_configs_memory_index_reaches_the_writers_memory(task):
     assert episodic_writer(StrategyContext(tiny_classifier(task=task), task)).memory.index_spec == (
         "auto"
     )
-    assert from_dict({}).memory_index == "auto"
+    assert from_dict({}).training.memory_index == "auto"
 
 
 def test_the_memory_index_flag_sets_the_config_key():
     from lifelong.experiment.cli import build_parser, config_from_args
 
     args = build_parser().parse_args(["run", "--memory-index", "IVF1024,Flat"])
-    assert config_from_args(args).memory_index == "IVF1024,Flat"
+    assert config_from_args(args).training.memory_index == "IVF1024,Flat"
     args = build_parser().parse_args(["run", "--memory-index", "Bogus"])
     with pytest.raises(ConfigError, match="key 'memory_index'"):
         config_from_args(args)

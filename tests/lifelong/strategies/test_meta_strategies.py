@@ -435,7 +435,7 @@ def test_on_fewrel_the_meta_test_adapts_once_per_evaluation_as_holla(name):
         stream = stream_of(kind)
         config = from_dict({"stream": stream_name, "encoder": "tiny", **keys})
         model, task = build_model(
-            config.sections().encoder, config.task_settings(), stream, seed=config.seed
+            config.encoder, config.task_settings(), stream, seed=config.training.seed
         )
         context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0)
         strategy = registry.build(name, context, options_for(name))
