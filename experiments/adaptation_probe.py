@@ -40,12 +40,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.batch import Batch
 from lifelong.experiment.runs import build_run
 from lifelong.experiment.sweep import load_sweep
 from lifelong.files import atomic_write_text
 from lifelong.learner import run_stream
+from lifelong.mechanisms.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.streams import batches
 from lifelong.training import evaluating
 
@@ -128,7 +128,7 @@ def probe(
     sweep = sweep.with_grid(strategies=[strategy], orders=[order], seeds=[seed])
     config = sweep.points()[0].config
     built = build_run(config)
-    stream, kind, trained = built.stream, built.task, built.strategy
+    stream, kind, trained = built.stream, built.kind, built.strategy
     result = run_stream(
         stream,
         trained,

@@ -11,6 +11,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
+from lifelong._deprecated import deprecated_alias
 from lifelong.batch import Batch
 from lifelong.encoders.base import Encoder, reads_token_types
 from lifelong.encoders.segments import drain_auxiliary
@@ -70,7 +71,8 @@ class Classifier(nn.Module):
     Args:
         encoder: Any module following the `Encoder` interface.
         head: Maps the encoder output to logits.
-        task: Supplies the training loss (a task kind; default: mean cross-entropy over rows).
+        kind: Supplies the training loss (a task kind; default: mean cross-entropy over rows).
+        task: Deprecated name of ``kind``.
 
     Raises:
         ValueError: The task kind's rows carry token-type ids (its ``token_types``) and the
@@ -78,17 +80,33 @@ class Classifier(nn.Module):
 
     """
 
-    def __init__(self, encoder: Encoder, head: nn.Module, *, task: Loss | None = None) -> None:
+    def __init__(
+        self,
+        encoder: Encoder,
+        head: nn.Module,
+        *,
+        kind: Loss | None = None,
+        task: Loss | None = None,
+    ) -> None:
         super().__init__()
-        if getattr(task, "token_types", False) and not reads_token_types(encoder):
+        if task is not None:
+            deprecated_alias("Classifier(task=...)", "Classifier(kind=...)")
+            kind = task if kind is None else kind
+        if getattr(kind, "token_types", False) and not reads_token_types(encoder):
             raise ValueError(
-                f"the {getattr(task, 'name', type(task).__name__)} task kind gives its rows "
+                f"the {getattr(kind, 'name', type(kind).__name__)} task kind gives its rows "
                 f"token-type ids, but the encoder {_encoder_name(encoder)} has no segment "
                 "embeddings to read them; build the kind with TaskSettings(token_types=False)"
             )
         self.encoder = encoder
         self.head = head
-        self.task: Loss = task if task is not None else RowLoss()
+        self.kind: Loss = kind if kind is not None else RowLoss()
+
+    @property
+    def task(self) -> Loss:
+        """Deprecated alias of `kind` ("task" names a stream's task; this is its kind)."""
+        deprecated_alias("Classifier.task", "Classifier.kind")
+        return self.kind
 
     def forward(
         self,
@@ -138,7 +156,7 @@ class Classifier(nn.Module):
 
     def criterion(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The task's training loss of ``logits`` computed on ``batch``'s rows."""
-        return self.task.loss(logits, batch)
+        return self.kind.loss(logits, batch)
 
     def loss(self, batch: Batch) -> torch.Tensor:
         """The task's training loss on the batch, plus the encoder's own regulariser if any.
@@ -154,7 +172,7 @@ class Classifier(nn.Module):
 
     def loss_units(self, batch: Batch) -> int:
         """How many terms the loss averages over on ``batch`` (rows or examples)."""
-        return self.task.loss_units(batch)
+        return self.kind.loss_units(batch)
 
 
 def _encoder_name(encoder: nn.Module) -> str:

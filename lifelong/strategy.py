@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from lifelong._deprecated import deprecated_alias
 from lifelong.runtime import CPU, Runtime
 from lifelong.state import ResumableParts
 from lifelong.training import Trainer
@@ -33,8 +34,9 @@ class StrategyContext:
 
     Attributes:
         model: The trainable model (pre-trained encoder + fresh head), not yet trained.
-        task: The task kind: makes rows from examples (``task(examples)``) and from stored
-            records (``task.rows``), keys memory, scores predictions.
+        kind: The task kind: makes rows from examples (``kind(examples)``) and from stored
+            records (``kind.rows``), keys memory, scores predictions (``task`` is its
+            deprecated name).
         lr: Learning rate of the main optimiser.
         batch_size: Training mini-batch size of the stream, in examples.
         seed: Run seed (strategies derive their own generators from it).
@@ -45,17 +47,23 @@ class StrategyContext:
         memory_index: The nearest-neighbour search of keyed episodic memories: the run
             config's ``memory_index`` (``auto``, ``torch``, ``Flat`` or a FAISS factory
             string; see `lifelong.memory.EpisodicMemory`), passed on by
-            `lifelong.replay_schedule.episodic_writer`.
+            `lifelong.mechanisms.replay.episodic_writer`.
 
     """
 
     model: Classifier
-    task: TaskKind
+    kind: TaskKind
     lr: float = 3e-5
     batch_size: int = 16
     seed: int = 0
     runtime: Runtime = CPU
     memory_index: str = "auto"
+
+    @property
+    def task(self) -> TaskKind:
+        """Deprecated alias of `kind` ("task" names a stream's task; this is its kind)."""
+        deprecated_alias("StrategyContext.task", "StrategyContext.kind")
+        return self.kind
 
     def build_trainer(
         self,

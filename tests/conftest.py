@@ -65,12 +65,12 @@ def task(tokenizer):
     return classification(tokenizer)
 
 
-def tiny_classifier(num_labels: int = 4, seed: int = 0, task=None) -> Classifier:
+def tiny_classifier(num_labels: int = 4, seed: int = 0, kind=None) -> Classifier:
     """The tiny random BERT with a fresh head (the task kind's, when given)."""
     encoder = load_encoder("tiny", seed=seed)
     torch.manual_seed(seed)
-    if task is not None:
-        return Classifier(encoder, task.head(encoder.hidden_size), task=task)
+    if kind is not None:
+        return Classifier(encoder, kind.head(encoder.hidden_size), kind=kind)
     from lifelong.heads import ClassificationHead
 
     return Classifier(encoder, ClassificationHead(encoder.hidden_size, num_labels))

@@ -1,8 +1,9 @@
 """Names are compared only where they are defined: elsewhere the code asks a type or a registry.
 
-An adaptation scope is a type (`lifelong.scopes`): code outside that module never compares a
-scope's name; a strategy is looked up in the registry, never recognised by its name outside its
-own file; a stream's keys and orders are its spec's, never recognised by its name elsewhere.
+An adaptation scope is a type (`lifelong.mechanisms.scopes`): code outside that module never
+compares a scope's name; a strategy is looked up in the registry, never recognised by its name
+outside its own file; a stream's keys and orders are its spec's, never recognised by its name
+elsewhere.
 """
 
 import ast
@@ -56,7 +57,9 @@ def test_no_scope_name_is_compared_outside_the_scopes_module():
         for line, value, other in compared_strings(path)
         if "scope" in other and (value in SCOPES or value.startswith("top"))
     ]
-    assert not hits, "ask the scope's type (lifelong.scopes), not its name:\n" + "\n".join(hits)
+    assert not hits, (
+        "ask the scope's type (lifelong.mechanisms.scopes), not its name:\n" + "\n".join(hits)
+    )
 
 
 def test_no_strategy_name_is_compared_outside_its_own_file():

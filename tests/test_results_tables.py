@@ -20,7 +20,7 @@ from lifelong.experiment.reports.claims import Judgement, claims, judge
 from lifelong.experiment.reports.stats import summary_table
 from lifelong.experiment.reports.tables import DEFAULT_METRICS, METRIC_LABELS
 from lifelong.experiment.rundir import find_runs
-from lifelong.scopes import check_scope
+from lifelong.mechanisms.scopes import check_scope
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "real_budget"
@@ -85,7 +85,7 @@ MINILM_LAYERS = 6
 
 
 def is_wider(scope: str) -> bool:
-    """Whether ``scope`` is wider than ``head``, by `lifelong.scopes`' own check."""
+    """Whether ``scope`` is wider than ``head``, by `lifelong.mechanisms.scopes`' own check."""
     try:
         check_scope(scope, MINILM_LAYERS)
     except ValueError:

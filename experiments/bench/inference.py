@@ -27,8 +27,8 @@ import time
 import torch
 from local_adaptation import test_batch, train  # the sibling benchmark's setup
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.batch import Batch
+from lifelong.mechanisms.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.memory import DiversityWrite, EpisodicMemory
 from lifelong.strategies.meta_mbpa import MetaMbPA, MetaMbPAOptions
 from lifelong.strategies.oml_er import OMLER, OMLEROptions

@@ -18,7 +18,7 @@ that a classification head reads [CLS] alone, so the last layer computes its out
 (``pooled_only``): a row of t tokens costs that layer t/6 + 5/6 token-layers (keys and values
 of every token, 2 of a layer's 12 d² per token; query, attention output and feed-forward block
 for [CLS] alone) instead of t.
-The low-rank path (``lora<r>``, `lifelong.lowrank`) adapts every layer but never a base
+The low-rank path (``lora<r>``, `lifelong.mechanisms.lowrank`) adapts every layer but never a base
 weight, so its backward pass computes activation gradients only, and a step counts 2: per test
 example L·2·n·Σ_k t_k + n·t_x (the rank-r products, r ≪ d, are left out of the count).
 
@@ -43,12 +43,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.batch import Batch
 from lifelong.experiment.config import from_dict
 from lifelong.experiment.runs import build_model
+from lifelong.mechanisms.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.mechanisms.scopes import check_scope
 from lifelong.runtime import CPU, Runtime, to_cpu
-from lifelong.scopes import check_scope
 from lifelong.serialization import load_data
 from lifelong.strategies.mbpa_plus_plus import MbPAPlusPlus, MbPAPlusPlusOptions
 from lifelong.strategy import StrategyContext

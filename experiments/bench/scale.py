@@ -51,10 +51,10 @@ import torch
 from transformers import BertConfig, BertModel
 
 from lifelong import registry
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.batch import Batch
 from lifelong.encoders import load_tokenizer
 from lifelong.encoders.hf import HFEncoder, tiny_bert_config
+from lifelong.mechanisms.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.memory import EpisodicMemory, WriteAll
 from lifelong.model import Classifier
 from lifelong.runtime import Runtime, compile_module

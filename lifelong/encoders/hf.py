@@ -164,8 +164,9 @@ class HFEncoder(nn.Module):
     def layer_prefix(self, index: int) -> str:
         """The name prefix of layer ``index``'s parameters within this encoder (BERT layout).
 
-        `lifelong.scopes` and `lifelong.lowrank` address layers through it, so the paths of a
-        Hugging Face BERT-style model (``model.encoder.layer.{i}.``) are written only here.
+        `lifelong.mechanisms.scopes` and `lifelong.mechanisms.lowrank` address layers through it,
+        so the paths of a Hugging Face BERT-style model (``model.encoder.layer.{i}.``) are written
+        only here.
         """
         return f"model.encoder.layer.{index}."
 
@@ -305,7 +306,8 @@ def supports_packing(layer: nn.Module) -> bool:
 Projection = Callable[[str, nn.Module, torch.Tensor], torch.Tensor]
 """Applies one of a layer's linear projections: ``(name, module, x) -> y``, where ``name`` is the
 module's path inside the layer (``"attention.self.query"``, ``"intermediate.dense"``, ...). The
-default is ``module(x)``; low-rank local adaptation (`lifelong.lowrank`) adds its deltas here."""
+default is ``module(x)``; low-rank local adaptation (`lifelong.mechanisms.lowrank`) adds its deltas
+here."""
 
 PROJECTIONS = (
     "attention.self.query",

@@ -682,7 +682,7 @@ def preflight(config: RunConfig) -> Any:
 
 
 SCOPE_OPTIONS = ("adapt_scope", "meta_scope")
-"""Strategy options naming what a local adaptation adapts (`lifelong.scopes.Scope`)."""
+"""Strategy options naming what a local adaptation adapts (`lifelong.mechanisms.scopes.Scope`)."""
 
 
 def check_scopes(options: Any, encoder: str) -> None:
@@ -693,7 +693,7 @@ def check_scopes(options: Any, encoder: str) -> None:
             ``config.json`` is at hand: `layer_count`; otherwise the model's load checks it).
 
     """
-    from lifelong.scopes import check_scope
+    from lifelong.mechanisms.scopes import check_scope
 
     layers = layer_count(encoder)
     if layers is None:

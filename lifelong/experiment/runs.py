@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import yaml
 
+from lifelong._deprecated import deprecated_alias
 from lifelong.experiment.checkpoint import (
     CHECKPOINT_NAME,
     Checkpoint,
@@ -163,7 +164,7 @@ def build_model(
         check_lengths(encoder, settings.max_length, limit_of_config(model_config.to_dict()))
     settings = dataclasses.replace(settings, token_types=reads_token_types(model))
     task = build_task(stream.kind, tokenizer, stream.label_names, settings)
-    return Classifier(model, task.head(model.hidden_size), task=task), task
+    return Classifier(model, task.head(model.hidden_size), kind=task), task
 
 
 def cached_kind(
@@ -411,16 +412,23 @@ class BuiltRun(NamedTuple):
 
     Attributes:
         stream: The task stream.
-        task: The task kind on the run's device, serving token ids from the token cache.
+        kind: The task kind on the run's device, serving token ids from the token cache
+            (``task`` is its deprecated name).
         strategy: The strategy, holding the model.
         runtime: The run's device and precision (``eval_batch_size``, ``prefetch``).
 
     """
 
     stream: TaskStream
-    task: TaskKind
+    kind: TaskKind
     strategy: Strategy
     runtime: Runtime
+
+    @property
+    def task(self) -> TaskKind:
+        """Deprecated alias of `kind` ("task" names a stream's task; this is its kind)."""
+        deprecated_alias("BuiltRun.task", "BuiltRun.kind")
+        return self.kind
 
 
 def build_run(
@@ -433,7 +441,7 @@ def build_run(
     adaptation) builds it here and calls ``run_stream`` itself::
 
         built = build_run(config)
-        result = run_stream(built.stream, built.strategy, built.task,
+        result = run_stream(built.stream, built.strategy, built.kind,
                             batch_size=config.training.batch_size, seed=config.training.seed,
                             runtime=built.runtime)
 

@@ -476,7 +476,7 @@ class AvalancheStrategy(StrategyHooks):
 
         self.options = options or self.Options()
         self.context = context
-        self.model, self.kind = context.model, context.task
+        self.model, self.kind = context.model, context.kind
         self.codec = RecordCodec(self.kind)
         self.net = AvalancheModel(self.model, self.kind, self.codec)
         self.optimizer = make_optimizer(self.model, context.lr)

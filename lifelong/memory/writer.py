@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lifelong._deprecated import deprecated_alias
 from lifelong.memory.episodic import EpisodicMemory
 from lifelong.memory.keys import KeyEncoder
 from lifelong.memory.policies import RandomWrite, WriteAll, WritePolicy
@@ -27,10 +28,10 @@ if TYPE_CHECKING:
 class EpisodicWriter:
     """An episodic memory of whole examples plus the frozen key network that keys them.
 
-    A strategy builds one from its context with `lifelong.replay_schedule.episodic_writer`.
+    A strategy builds one from its context with `lifelong.mechanisms.replay.episodic_writer`.
 
     Args:
-        task: The task kind: how examples are keyed (``key_rows``, ``key_position``), which
+        kind: The task kind: how examples are keyed (``key_rows``, ``key_position``), which
             record fields are stored (``stored_fields``) and how stored examples become rows.
         encoder: The pre-trained encoder, copied and frozen as the key network (so build this
             before training starts); ``None`` for a memory that is only sampled (REPLAY,
@@ -48,7 +49,7 @@ class EpisodicWriter:
 
     def __init__(
         self,
-        task: TaskKind,
+        kind: TaskKind,
         encoder: nn.Module | None,
         *,
         write_prob: float = 1.0,
@@ -57,10 +58,10 @@ class EpisodicWriter:
         device: torch.device | str = "cpu",
         index: str = "auto",
     ) -> None:
-        self.task = task
+        self.kind = kind
         self.key_encoder: KeyEncoder | None = None
         if encoder is not None:
-            self.key_encoder = KeyEncoder(encoder, position=task.key_position)
+            self.key_encoder = KeyEncoder(encoder, position=kind.key_position)
         if policy is None:
             policy = WriteAll() if write_prob >= 1.0 else RandomWrite(write_prob)
         self.memory = EpisodicMemory(
@@ -73,17 +74,23 @@ class EpisodicWriter:
         self.offered = 0  # stream examples offered to memory
         self.written = 0  # examples the policy wrote (overwrites included)
 
+    @property
+    def task(self) -> TaskKind:
+        """Deprecated alias of `kind` ("task" names a stream's task; this is its kind)."""
+        deprecated_alias("EpisodicWriter.task", "EpisodicWriter.kind")
+        return self.kind
+
     def keys(self, examples: ExampleRecords) -> np.ndarray:
         """Memory keys of ``examples``, one per example, shape (n, key_dim)."""
         if self.key_encoder is None:
             raise ValueError("this writer keys nothing (keyed=False): its memory is only sampled")
-        return self.key_encoder(self.task.key_rows(examples))
+        return self.key_encoder(self.kind.key_rows(examples))
 
     def write(self, batch: Batch) -> np.ndarray:
         """Offer the batch's examples to memory; keys are computed only for those written."""
         if batch.examples is None:
             raise ValueError("only batches made by a task kind carry the examples memory stores")
-        examples = batch.examples.only(self.task.stored_fields)
+        examples = batch.examples.only(self.kind.stored_fields)
         keys = None
         if self.key_encoder is not None:
             keys = lambda chosen: self.keys(examples.select(chosen))  # noqa: E731
@@ -94,7 +101,7 @@ class EpisodicWriter:
 
     def batch(self, slots: np.ndarray) -> Batch:
         """The stored examples in ``slots`` as model rows."""
-        return self.task.rows(self.memory.get(slots).examples)
+        return self.kind.rows(self.memory.get(slots).examples)
 
     def report(self) -> dict[str, float]:
         """Examples held at the end and the fraction of offered examples written."""

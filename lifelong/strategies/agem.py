@@ -18,9 +18,15 @@ from typing import Annotated, ClassVar, Literal
 import torch
 
 from lifelong.batch import Batch
+from lifelong.mechanisms.replay import (
+    ClipOptions,
+    ReplayOptions,
+    ReplaySchedule,
+    SparseReplay,
+    WriteOptions,
+)
 from lifelong.model import Classifier
 from lifelong.options import PositiveInt, Range, option_group
-from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, WriteOptions
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import accumulate
@@ -92,7 +98,15 @@ class AGEM(StrategyHooks):
         self.options = options or AGEMOptions()
         self.model = context.model
         self.trainer = context.build_trainer(self.options.max_grad_norm)
-        self.replay = SparseReplay(context, self.options, self.options.write_prob, keyed=False)
+        o = self.options
+        self.replay = SparseReplay(
+            context,
+            ReplaySchedule.from_options(o),
+            chunk=o.replay_chunk,
+            grad_norm=o.max_grad_norm,
+            write_prob=o.write_prob,
+            keyed=False,
+        )
         self.counts = Counters(projections=0)  # updates whose gradient was actually projected
         self.resumable = ResumableParts(
             trainer=self.trainer, replay=self.replay, counts=self.counts

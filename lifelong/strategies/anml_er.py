@@ -26,8 +26,8 @@ from torch import nn
 
 from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput
-from lifelong.inner_loop import Params
-from lifelong.meta_episodes import adapt_per_batch
+from lifelong.mechanisms.episodes import adapt_per_batch
+from lifelong.mechanisms.inner_loop import Params
 from lifelong.model import Classifier
 from lifelong.options import option_group
 from lifelong.strategies.oml_er import OMLER, OMLEROptions

@@ -19,9 +19,9 @@ import torch
 from torch import nn
 
 from lifelong.batch import Batch
+from lifelong.mechanisms.replay import ClipOptions
 from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.options import NonNegativeFloat, PositiveInt, Probability, option_group
-from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 
@@ -92,7 +92,7 @@ class EWC(StrategyHooks):
 
     def __init__(self, context: StrategyContext, options: EWCOptions | None = None) -> None:
         self.options = options or EWCOptions()
-        self.model, self.task = context.model, context.task
+        self.model, self.kind = context.model, context.kind
         self.trainer = context.build_trainer(self.options.max_grad_norm)
         self.state = FisherState(context.model)
         # a reservoir of this task's examples; only read back in full, so it stores no keys
@@ -116,7 +116,7 @@ class EWC(StrategyHooks):
         penalty = self.penalty()
         self.trainer.backward(ce + penalty)
         self.trainer.apply()
-        examples = batch.examples.only(self.task.stored_fields)
+        examples = batch.examples.only(self.kind.stored_fields)
         self.sample.write(examples)
         return {"loss": float(ce.detach()), "ewc": float(penalty.detach())}
 
@@ -125,7 +125,7 @@ class EWC(StrategyHooks):
         fisher = {n: torch.zeros_like(p) for n, p in self._named().items()}
         self.model.eval()  # no dropout noise in the curvature estimate
         for slot in range(len(self.sample)):
-            example = self.task.rows(self.sample.get(np.array([slot])).examples)
+            example = self.kind.rows(self.sample.get(np.array([slot])).examples)
             self.model.zero_grad(set_to_none=True)
             s = self.trainer.inner_loss_scale  # 1, or fp16's static scale against underflow
             (self.model.loss(example) * s).backward()

@@ -1,7 +1,7 @@
 """MAML-ER (Holla et al., 2020): MAML over the whole network with sparse experience replay.
 
 The ablation of OML-ER in which nothing is held fixed in the inner loop. Episodes and replay are
-OML-ER's (see `lifelong.meta_episodes`): m = 5 support batches of b = 16 and a query, the next
+OML-ER's (see `lifelong.mechanisms.episodes`): m = 5 support batches of b = 16 and a query, the next
 stream batch or, every R_F episodes, a replay batch of ⌊r·R_I⌋ memory examples (R_I = 9,600, r =
 0.01). Inner loop: one functional SGD step (lr α) on *all* trainable weights, encoder and head, per
 support batch; the module's own weights are never modified. Outer loop: Adam on all weights with
@@ -25,21 +25,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import torch
 
 from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
-from lifelong.inner_loop import Params
-from lifelong.meta_episodes import Episode, MetaReplay, adapt_per_batch
-from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
-from lifelong.replay_schedule import (
-    ClipOptions,
-    ReplayLossOptions,
-    ReplayOptions,
-    WriteOptions,
-)
+from lifelong.mechanisms.episodes import Episode, MetaReplay, MetaReplayOptions, adapt_per_batch
+from lifelong.mechanisms.inner_loop import Params
+from lifelong.options import option_group
 from lifelong.runtime import eager_call
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
@@ -47,23 +41,13 @@ from lifelong.training import evaluating
 
 
 @option_group
-class MAMLEROptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOptions):
-    """MAML-ER's options, defaulting to the reference's text-classification setting.
+class MAMLEROptions(MetaReplayOptions):
+    """MAML-ER's options: the meta strategies' (`MetaReplayOptions`) and the gradient's order.
 
-    Sources (Nithin-Holla/MetaLifelongLanguage): the command-line defaults of
-    ``train_text_cls.py`` (flags named in the comments) and ``models/cls_maml.py``.
+    Its meta-test adapts the whole network on m memory batches once per test set.
     """
 
-    replay_every: PositiveInt = 9_600  # R_I: stream examples per replay (--replay_every 9600)
-    # r = 0.01 (--replay_rate 0.01) and p_write = 1 (--write_prob 1.0) are the groups' defaults
-    max_grad_norm: NonNegativeFloat = 0.0  # outer-update clip; 0 = none (cls_maml.py never clips)
-    support_batches: PositiveInt = 5  # m: support mini-batches per episode (--updates 5)
-    inner_lr: PositiveFloat = 1e-3  # α: inner-loop and meta-test SGD step (--inner_lr 0.001)
     first_order: bool = True  # FOMAML (cls_maml.py: track_higher_grads=False); False = 2nd order
-    meta_test: bool = True  # adapt the whole network on m memory batches once per test set
-    outer_lr: NonNegativeFloat = 0.0  # β of the outer Adam (--meta_lr 3e-5); 0 = the run's lr
-    replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_maml.py sums query grads
-    dropout: bool = False  # cls_maml.py never calls .train(): BERT meta-trains without dropout
 
 
 class MAMLER(StrategyHooks):

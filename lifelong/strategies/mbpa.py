@@ -2,7 +2,7 @@
 
 Training is plain fine-tuning that also writes every example to episodic memory (keyed by the
 frozen key network); at test time each input is predicted with weights locally adapted to its
-K nearest memories (`lifelong.adaptation`). No replay: this is the "MbPA" row of MbPA++'s
+K nearest memories (`lifelong.mechanisms.adaptation`). No replay: this is the "MbPA" row of MbPA++'s
 tables (fixed key network variant, de Masson d'Autume et al., 2019, §4.2).
 """
 
@@ -12,11 +12,11 @@ from typing import ClassVar
 
 import torch
 
-from lifelong.adaptation import AdaptationOptions, MemoryAdaptation
 from lifelong.batch import Batch
+from lifelong.mechanisms.adaptation import AdaptationOptions, MemoryAdaptation
+from lifelong.mechanisms.replay import ClipOptions, WriteOptions, episodic_writer
 from lifelong.memory import EpisodicWriter
 from lifelong.options import option_group
-from lifelong.replay_schedule import ClipOptions, WriteOptions, episodic_writer
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.training import HeadDropoutOptions, TaskOptimizerOptions

@@ -13,17 +13,19 @@ from typing import ClassVar, Literal
 
 import torch
 
-from lifelong.adaptation import AdaptationOptions
 from lifelong.batch import Batch
-from lifelong.options import option_group
-from lifelong.replay_schedule import (
+from lifelong.mechanisms.adaptation import AdaptationOptions
+from lifelong.mechanisms.replay import (
     ClipOptions,
     ReplayClipOptions,
     ReplayLossOptions,
     ReplayOptions,
+    ReplaySchedule,
     SparseReplay,
     WriteOptions,
+    replay_clip,
 )
+from lifelong.options import option_group
 from lifelong.state import ResumableParts
 from lifelong.strategies.mbpa import MbPA
 from lifelong.strategy import StrategyContext, StrategyHooks
@@ -74,7 +76,15 @@ class MbPAPlusPlus(StrategyHooks):
     ) -> None:
         options = options or self.Options()
         keyed = options.retrieval == "nearest"  # random retrieval (mbpa++-rand) never searches
-        self.replay = SparseReplay(context, options, options.write_prob, keyed=keyed)
+        self.replay = SparseReplay(
+            context,
+            ReplaySchedule.from_options(options),
+            chunk=options.replay_chunk,
+            mode=options.replay_mode,
+            grad_norm=replay_clip(options.replay_grad_norm, options.max_grad_norm),
+            write_prob=options.write_prob,
+            keyed=keyed,
+        )
         self.mbpa = MbPA(context, options, writer=self.replay.writer)  # MbPA, plus the replay
         self.trainer, self.adapter = self.mbpa.trainer, self.mbpa.adapter
         self.resumable = ResumableParts(**self.mbpa.local.resumable_parts(), replay=self.replay)

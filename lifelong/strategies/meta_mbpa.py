@@ -33,9 +33,10 @@ identity at test time (the task an input comes from decides which θ̃ predicts 
 
 ``meta_scope`` picks the parameters of the meta step: ``all`` (the paper), ``top<N>``,
 ``head`` or ``lora`` (a rank-``adapt_rank`` delta on every layer from B = 0, so the step moves
-each weight by −α·G·AᵀA: the gradient projected on r input directions; `lifelong.lowrank`).
-With ``head`` the encoder runs once per batch over the batch's distinct neighbours and the
-meta-gradient still reaches it through their features: a CPU-sized variant.
+each weight by −α·G·AᵀA: the gradient projected on r input directions;
+`lifelong.mechanisms.lowrank`). With ``head`` the encoder runs once per batch over the batch's
+distinct neighbours and the meta-gradient still reaches it through their features: a CPU-sized
+variant.
 
 A second-order step through encoder layers needs `attn_implementation="eager"`: the CPU SDPA
 kernel of Hugging Face BERT has no double backward. Only that computation switches to it (not
@@ -54,15 +55,22 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from lifelong.adaptation import LocalAdaptationOptions, frozen_prefix
 from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
-from lifelong.inner_loop import Params, local_adapt, summed_gradient
+from lifelong.mechanisms.adaptation import LocalAdaptationOptions
+from lifelong.mechanisms.inner_loop import Params, local_adapt, summed_gradient
+from lifelong.mechanisms.neighbours import frozen_prefix
+from lifelong.mechanisms.replay import (
+    ClipOptions,
+    ReplayOptions,
+    ReplaySchedule,
+    SparseReplay,
+    episodic_writer,
+)
+from lifelong.mechanisms.scopes import Head, Lora, Scope, parse_scope
 from lifelong.memory import DiversityWrite, EpisodicMemory, EpisodicWriter
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range, option_group
-from lifelong.replay_schedule import ClipOptions, ReplayOptions, SparseReplay, episodic_writer
 from lifelong.runtime import eager_call
-from lifelong.scopes import Head, Lora, Scope, parse_scope
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import Example
@@ -116,14 +124,20 @@ class MetaMbPA(StrategyHooks):
 
     def __init__(self, context: StrategyContext, options: MetaMbPAOptions | None = None) -> None:
         self.options = options = options or self.Options()
-        self.model, self.task = context.model, context.task
+        self.model, self.kind = context.model, context.kind
         self.trainer = context.build_trainer(options.max_grad_norm)
         policy = DiversityWrite(rate=options.write_rate, beta=options.beta, rule=options.write_rule)
-        self.replay = SparseReplay(context, options, writer=episodic_writer(context, policy=policy))
+        self.replay = SparseReplay(
+            context,
+            ReplaySchedule.from_options(options),
+            chunk=options.replay_chunk,
+            grad_norm=options.max_grad_norm,
+            writer=episodic_writer(context, policy=policy),
+        )
         encoder = self.model.encoder
         self.meta_scope = parse_scope(options.meta_scope, encoder, options.adapt_rank)
         self.adapt_scope = parse_scope(options.adapt_scope, encoder, options.adapt_rank)
-        self.seed = context.seed  # of lora's A (`lifelong.lowrank.init_lora`)
+        self.seed = context.seed  # of lora's A (`lifelong.mechanisms.lowrank.init_lora`)
         self.counts = Counters(coarse_adaptations=0)
         self.resumable = ResumableParts(
             trainer=self.trainer, replay=self.replay, counts=self.counts
@@ -337,7 +351,7 @@ class MetaMbPA(StrategyHooks):
     def _keys(self, examples: Sequence[Example]) -> np.ndarray:
         """Memory keys of raw test examples, 64 at a time, shape (n, key_dim)."""
         chunks = [examples[s : s + 64] for s in range(0, len(examples), 64)]
-        return np.concatenate([self.writer.keys(self.task.encode(list(c))) for c in chunks])
+        return np.concatenate([self.writer.keys(self.kind.encode(list(c))) for c in chunks])
 
     def pool(self, batches: Sequence[Batch]) -> tuple[np.ndarray, np.ndarray]:
         """Distinct memories retrieved by the test examples and their weights (retrieval counts)."""
@@ -369,7 +383,7 @@ class MetaMbPA(StrategyHooks):
 
             def loss(q: Params, staged=staged, part=part, w=w) -> torch.Tensor:
                 logits = scope.logits(self.model, q, staged)
-                return (self.task.example_losses(logits, part) * w).sum()
+                return (self.kind.example_losses(logits, part) * w).sum()
 
             losses.append(loss)
             chunk_weights.append(1.0)

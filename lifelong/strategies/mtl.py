@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from lifelong.batch import Batch
+from lifelong.mechanisms.replay import ClipOptions
 from lifelong.memory.records import ExampleRecords
 from lifelong.options import PositiveInt, Range, option_group
-from lifelong.replay_schedule import ClipOptions
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import TaskStream
@@ -56,7 +56,7 @@ class MTL(StrategyHooks):
 
     def __init__(self, context: StrategyContext, options: MTLOptions | None = None) -> None:
         self.options = options or MTLOptions()
-        self.task, self.seed = context.task, context.seed
+        self.kind, self.seed = context.kind, context.seed
         self.trainer = context.build_trainer(self.options.max_grad_norm)
         self.counts = Counters(taken=0)  # examples of the joint shuffle trained on so far
         self.pool: ExampleRecords | None = None
@@ -70,7 +70,7 @@ class MTL(StrategyHooks):
         goes on from the number of examples already taken (part of the state).
         """
         examples = [example for task in stream for example in task.train]
-        self.pool = self.task.encode(examples).only(self.task.stored_fields)
+        self.pool = self.kind.encode(examples).only(self.kind.stored_fields)
         rng = np.random.default_rng(self.seed)
         n = len(examples)
         self.order = np.concatenate([rng.permutation(n) for _ in range(self.options.epochs)])
@@ -87,7 +87,7 @@ class MTL(StrategyHooks):
             if not len(slots):
                 break
             self.counts.taken += len(slots)
-            stats["loss"] = self.trainer.step(self.task.rows(self.pool.select(slots)))
+            stats["loss"] = self.trainer.step(self.kind.rows(self.pool.select(slots)))
         return stats
 
     def predict(self, batch: Batch) -> torch.Tensor:

@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from lifelong.batch import Batch
+from lifelong.mechanisms.replay import ClipOptions
 from lifelong.memory import EpisodicMemory
 from lifelong.options import PositiveInt, option_group
-from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 
@@ -49,7 +49,7 @@ class MTLCumulative(StrategyHooks):
         self, context: StrategyContext, options: MTLCumulativeOptions | None = None
     ) -> None:
         self.options = options or MTLCumulativeOptions()
-        self.task, self.batch_size = context.task, context.batch_size
+        self.kind, self.batch_size = context.kind, context.batch_size
         self.trainer = context.build_trainer(self.options.max_grad_norm)
         self.rng = np.random.default_rng(context.seed)
         self.seen = EpisodicMemory(0, seed=context.seed)  # every example; never searched
@@ -57,7 +57,7 @@ class MTLCumulative(StrategyHooks):
 
     def observe(self, batch: Batch) -> dict[str, float]:
         """Store the batch's examples; training happens in `on_task_end`."""
-        examples = batch.examples.only(self.task.stored_fields)
+        examples = batch.examples.only(self.kind.stored_fields)
         self.seen.write(examples)
         return {}
 
@@ -66,7 +66,7 @@ class MTLCumulative(StrategyHooks):
         for _ in range(self.options.epochs):
             order = self.rng.permutation(len(self.seen))
             for s in range(0, len(order), self.batch_size):
-                batch = self.task.rows(self.seen.get(order[s : s + self.batch_size]).examples)
+                batch = self.kind.rows(self.seen.get(order[s : s + self.batch_size]).examples)
                 self.trainer.step(batch)
 
     def predict(self, batch: Batch) -> torch.Tensor:

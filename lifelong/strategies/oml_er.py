@@ -1,10 +1,10 @@
 """OML-ER (Holla et al., 2020): online-aware meta-learning with sparse experience replay.
 
 The model is a representation network (the encoder, RLN) and a prediction network (the linear
-head, PLN). The stream is cut into episodes (see `lifelong.meta_episodes`): m = 5 support batches of
-b = 16 and a query, the next stream batch or, every R_F episodes, a replay batch of ⌊r·R_I⌋
-memory examples (R_I = 9,600, r = 0.01). Inner loop: one functional SGD step (lr α) on the head
-per support batch, the encoder fixed. Outer loop: Adam on encoder + head with the query loss's
+head, PLN). The stream is cut into episodes (see `lifelong.mechanisms.episodes`): m = 5 support
+batches of b = 16 and a query, the next stream batch or, every R_F episodes, a replay batch of
+⌊r·R_I⌋ memory examples (R_I = 9,600, r = 0.01). Inner loop: one functional SGD step (lr α) on the
+head per support batch, the encoder fixed. Outer loop: Adam on encoder + head with the query loss's
 gradient at the adapted head (first-order). Every stream example is written to memory after its
 episode (p_write = 1). Meta-test: once per test set, the inner loop is run on m memory batches
 of b, every example drawn uniformly with replacement, as Holla's ``cls_oml.py`` ``evaluate()``
@@ -26,15 +26,9 @@ from torch import nn
 
 from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput
-from lifelong.inner_loop import Params
-from lifelong.meta_episodes import Episode, MetaReplay, adapt_head
-from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
-from lifelong.replay_schedule import (
-    ClipOptions,
-    ReplayLossOptions,
-    ReplayOptions,
-    WriteOptions,
-)
+from lifelong.mechanisms.episodes import Episode, MetaReplay, MetaReplayOptions, adapt_head
+from lifelong.mechanisms.inner_loop import Params
+from lifelong.options import option_group
 from lifelong.runtime import eager_call
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
@@ -43,28 +37,16 @@ from lifelong.training import evaluating
 
 
 @option_group
-class OMLEROptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOptions):
-    """OML-ER's options; defaults are the paper's text-classification setting (§4, App. A).
+class OMLEROptions(MetaReplayOptions):
+    """OML-ER's options: the meta strategies' (`MetaReplayOptions`) and when to meta-test.
 
-    Where the paper is silent the defaults are Holla's code's (``models/cls_oml.py``): the
-    replay query's loss is the sum of its mini-batches' mean losses, nothing is clipped, and
-    BERT meta-trains without dropout.
+    Its meta-test fine-tunes the head on m memory batches before predicting.
     """
 
-    replay_every: PositiveInt = 9_600  # R_I: stream examples per replay (Holla et al.: 9,600)
-    support_batches: PositiveInt = 5  # m: support mini-batches per episode
-    inner_lr: PositiveFloat = 1e-3  # α: SGD step size of the inner loop (and of the meta-test)
-    meta_test: bool = True  # fine-tune the head on m memory batches before predicting
     # how often: "evaluation" (once, for every test set: Holla's FewRel, rel_oml.py testing()
     # on the pooled val set, train_rel.py), "test_set" (once per test set: Holla's text
     # classification, cls_oml.py), "auto" (evaluation on relation extraction, else test_set)
     meta_test_scope: Literal["auto", "evaluation", "test_set"] = "auto"
-    outer_lr: NonNegativeFloat = 0.0  # β of the outer Adam; 0 = the run's learning rate
-    replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_oml.py sums query grads
-    max_grad_norm: NonNegativeFloat = 0.0  # cls_oml.py / cls_anml.py never clip
-    # dropout while meta-training: Holla never calls .train() on BERT (transformers 3.0.2's
-    # from_pretrained leaves it in eval mode), so cls_oml.py / cls_anml.py train without it
-    dropout: bool = False
 
 
 class OMLER(StrategyHooks):
@@ -83,7 +65,7 @@ class OMLER(StrategyHooks):
     def __init__(self, context: StrategyContext, options: OMLEROptions | None = None) -> None:
         self.options = options = options or self.Options()
         self.model = context.model
-        self.kind_name = context.task.name
+        self.kind_name = context.kind.name
         self._evaluation_params: Params | None = None  # this evaluation's meta-test, if one
         self.meta = MetaReplay.build(context, options)
         self.replay, self.buffer, self.counts = self.meta[:3]

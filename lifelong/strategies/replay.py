@@ -21,16 +21,17 @@ from typing import Annotated, ClassVar, Literal
 import torch
 
 from lifelong.batch import Batch
-from lifelong.options import Range, option_group
-from lifelong.replay_schedule import (
+from lifelong.mechanisms.replay import (
     ClipOptions,
     ReplayClipOptions,
     ReplayLossOptions,
     ReplayOptions,
+    ReplaySchedule,
     SparseReplay,
     WriteOptions,
     paper_replay_clip,
 )
+from lifelong.options import Range, option_group
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 
@@ -42,7 +43,7 @@ class ReplayStrategyOptions(
     """Replay rate (R_I, r), write probability and gradient clips (Holla et al.'s by default).
 
     ``replay_grad_norm=None`` here means Holla et al.'s clip for the stream kind (25, FewRel 10:
-    `lifelong.replay_schedule.paper_replay_clip`); ``max_grad_norm`` clips the ordinary updates
+    `lifelong.mechanisms.replay.paper_replay_clip`); ``max_grad_norm`` clips the ordinary updates
     (0: none, as ``cls_replay.py``).
     """
 
@@ -69,10 +70,18 @@ class Replay(StrategyHooks):
     ) -> None:
         options = options or ReplayStrategyOptions()
         if options.replay_grad_norm is None:
-            clip = paper_replay_clip(context.task.name)
+            clip = paper_replay_clip(context.kind.name)
             options = dataclasses.replace(options, replay_grad_norm=clip)
         self.trainer = context.build_trainer(options.max_grad_norm)
-        self.replay = SparseReplay(context, options, options.write_prob, keyed=False)
+        self.replay = SparseReplay(
+            context,
+            ReplaySchedule.from_options(options),
+            chunk=options.replay_chunk,
+            mode=options.replay_mode,
+            grad_norm=options.replay_grad_norm,  # Holla et al.'s, set above when not given
+            write_prob=options.write_prob,
+            keyed=False,  # uniform samples only: no keys
+        )
         self.resumable = ResumableParts(trainer=self.trainer, replay=self.replay)
 
     def observe(self, batch: Batch) -> dict[str, float]:

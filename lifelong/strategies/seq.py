@@ -7,8 +7,8 @@ from typing import Annotated, ClassVar
 import torch
 
 from lifelong.batch import Batch
+from lifelong.mechanisms.replay import ClipOptions
 from lifelong.options import Range, option_group
-from lifelong.replay_schedule import ClipOptions
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 

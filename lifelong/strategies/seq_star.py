@@ -33,8 +33,8 @@ import torch
 
 from lifelong.batch import Batch
 from lifelong.heads import CosineHead
+from lifelong.mechanisms.replay import ClipOptions
 from lifelong.options import PositiveFloat, Probability, Range, option_group
-from lifelong.replay_schedule import ClipOptions
 from lifelong.state import Counters
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import TaskStream
@@ -78,7 +78,7 @@ class SeqStar(StrategyHooks):
         self.model = context.model
         self.batch_size = context.batch_size
         # the tricks on classes apply to text classification; pair and span heads keep theirs
-        self.classes = context.task.name == "classification"
+        self.classes = context.kind.name == "classification"
         if self.classes and options.classifier == "cosine":
             old = self.model.head.linear
             head = CosineHead(old.in_features, old.out_features, options.cosine_scale)

@@ -39,7 +39,7 @@ def test_a_compiled_encoder_compiles_a_few_graphs_and_never_falls_back(name, opt
     torch._dynamo.reset()
     counters.clear()
     seed_everything(0)
-    model = tiny_classifier(task=task)
+    model = tiny_classifier(kind=task)
     backend = CompileCounter()
     compile_module(model.encoder, backend=backend)
     context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0)

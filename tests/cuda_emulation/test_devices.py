@@ -75,7 +75,7 @@ def test_a_cpu_checkpoint_resumes_with_every_tensor_on_the_runs_device(name, tas
     batches (a dataclass `to_cpu` did not enter) and more on the CPU of a GPU run."""
     seed_everything(0)
     stream = toy_stream(n_train=20, n_test=8)
-    context = StrategyContext(tiny_classifier(task=task), task, lr=1e-3, batch_size=4, seed=0)
+    context = StrategyContext(tiny_classifier(kind=task), task, lr=1e-3, batch_size=4, seed=0)
     trained = registry.build(name, context, options_for(name))
     getattr(trained, "on_stream_start", lambda stream: None)(stream)
     for i, t in enumerate(stream):  # a task boundary (EWC's Fisher), then episodes pending
@@ -88,7 +88,7 @@ def test_a_cpu_checkpoint_resumes_with_every_tensor_on_the_runs_device(name, tas
 
     meta = torch.device("meta")
     runtime = Runtime(meta, "fp32")
-    model = tiny_classifier(task=task).to(meta)
+    model = tiny_classifier(kind=task).to(meta)
     context = StrategyContext(model, on_device(task, meta), lr=1e-3, batch_size=4, seed=0,
                               runtime=runtime)  # fmt: skip
     resumed = registry.build(name, context, options_for(name))

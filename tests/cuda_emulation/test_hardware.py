@@ -216,7 +216,7 @@ def test_deterministic_mode_sets_cublas_workspace_unless_given(monkeypatch):
 def test_lora_chunk_is_sized_from_free_gpu_memory(monkeypatch):
     from types import SimpleNamespace
 
-    from lifelong.adaptation import lora_chunk
+    from lifelong.mechanisms.lowrank import lora_chunk
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (16 * 2**30, 16 * 2**30))
     minilm = SimpleNamespace(hidden_size=384, num_layers=6)

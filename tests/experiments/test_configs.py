@@ -169,6 +169,6 @@ def test_mbpa_plus_plus_trains_as_em_in_lll():
     from lifelong.encoders import load_tokenizer
 
     task = classification(load_tokenizer("tiny"))
-    model = tiny_classifier(task=task)
+    model = tiny_classifier(kind=task)
     registry.build("mbpa++", StrategyContext(model, task), options)
     assert isinstance(model.head.dropout, torch.nn.Dropout) and model.head.dropout.p == 0.1

@@ -54,12 +54,12 @@ def test_task_loss_is_cross_entropy_for_labels_and_the_mean_of_start_end_for_spa
 
 
 def test_classifier_trains_with_its_task_kinds_loss(task):
-    model = tiny_classifier(task=task)
+    model = tiny_classifier(kind=task)
     batch = task(list(toy_stream().tasks[0].train[:4]))
     logits = model(batch.input_ids, batch.attention_mask)
     assert torch.allclose(model.loss(batch), F.cross_entropy(logits, batch.labels))
     assert model.loss_units(batch) == 4
-    assert isinstance(Classifier(model.encoder, model.head).task.loss(logits, batch), torch.Tensor)
+    assert isinstance(Classifier(model.encoder, model.head).kind.loss(logits, batch), torch.Tensor)
 
 
 def test_batch_to_moves_every_tensor():
@@ -118,7 +118,7 @@ def test_token_types_for_an_encoder_without_segment_embeddings_are_an_error(toke
         "qa", tokenizer, (), TaskSettings(max_length=48, max_query_length=16, doc_stride=16)
     )
     with pytest.raises(ValueError, match="token_types=False"):  # at build time
-        Classifier(encoder, qa.head(encoder.hidden_size), task=qa)
+        Classifier(encoder, qa.head(encoder.hidden_size), kind=qa)
     model = Classifier(encoder, ClassificationHead(encoder.hidden_size, 2))
     ids, mask = torch.ones(2, 4, dtype=torch.long), torch.ones(2, 4, dtype=torch.long)
     assert model(ids, mask).shape == (2, 2)

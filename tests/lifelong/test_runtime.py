@@ -119,7 +119,7 @@ def test_to_cpu_walks_nested_state_and_keeps_what_is_not_a_tensor():
 def observe_stream(name, task, runtime):
     """Train ``name`` on the toy stream through the learner; the head's output dtypes seen."""
     seed_everything(0)
-    model = tiny_classifier(task=task).to(runtime.device)
+    model = tiny_classifier(kind=task).to(runtime.device)
     kind = on_device(task, runtime.device)
     context = StrategyContext(model, kind, lr=1e-3, batch_size=4, seed=0, runtime=runtime)
     strategy = registry.build(name, context, options_for(name))
@@ -255,7 +255,7 @@ def _tensors(state):
 
 
 def test_strategy_context_defaults_to_fp32_on_the_cpu(task):
-    context = StrategyContext(tiny_classifier(task=task), task)
+    context = StrategyContext(tiny_classifier(kind=task), task)
     assert context.runtime == CPU
     assert dataclasses.asdict(context.runtime)["precision"] == "fp32"
 

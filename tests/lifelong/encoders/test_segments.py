@@ -6,7 +6,7 @@ from lifelong.encoders.factory import is_memory_encoder, load_run_encoder, token
 from lifelong.encoders.layers import ModuleConfig, attend, causal_mask, segment_mask
 from lifelong.encoders.memory_modules import MEMORY_MODULES, build_memory_module
 from lifelong.encoders.segments import DocumentEncoder, SegmentEncoder, Transformer, mean_pool
-from lifelong.scopes import parse_scope
+from lifelong.mechanisms.scopes import parse_scope
 
 CONFIG = ModuleConfig(vocab_size=40, d_model=16, heads=2, layers=2, ffn=32, max_positions=64)
 

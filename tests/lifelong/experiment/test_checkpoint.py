@@ -143,7 +143,7 @@ def test_build_run_then_run_stream_trains_what_run_trains(tmp_path, strategy):
     result = run_stream(
         built.stream,
         built.strategy,
-        built.task,
+        built.kind,
         batch_size=config.training.batch_size,
         eval_batch_size=built.runtime.eval_batch_size(config.training.eval_batch_size),
         seed=config.training.seed,

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from lifelong.experiment.config import ConfigError, from_dict
+from lifelong.mechanisms.replay import episodic_writer
 from lifelong.memory import EpisodicMemory, ReservoirWrite
 from lifelong.memory import search as search_module
 from lifelong.memory.search import TorchFlatIndex, TorchIVFIndex, check_index, probe_schedule
-from lifelong.replay_schedule import episodic_writer
 from lifelong.strategy import StrategyContext
 from tests.conftest import tiny_classifier, write
 
@@ -148,9 +148,9 @@ def test_bad_index_values_are_clear_errors(monkeypatch):
 
 
 def test_the_run_configs_memory_index_reaches_the_writers_memory(task):
-    context = StrategyContext(tiny_classifier(task=task), task, memory_index="torch")
+    context = StrategyContext(tiny_classifier(kind=task), task, memory_index="torch")
     assert episodic_writer(context).memory.index_spec == "torch"
-    assert episodic_writer(StrategyContext(tiny_classifier(task=task), task)).memory.index_spec == (
+    assert episodic_writer(StrategyContext(tiny_classifier(kind=task), task)).memory.index_spec == (
         "auto"
     )
     assert from_dict({}).training.memory_index == "auto"

@@ -32,7 +32,7 @@ def options_for(name):
 def train(name, task, evaluate_every_task):
     seed_everything(0)
     stream = toy_stream(n_train=20, n_test=8)  # 5 batches: episodes straddle tasks
-    model = tiny_classifier(task=task)
+    model = tiny_classifier(kind=task)
     context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0)
     strategy = registry.build(name, context, options_for(name))
     getattr(strategy, "on_stream_start", lambda stream: None)(stream)

@@ -26,7 +26,7 @@ def qa():
 
 
 def context(kind):
-    return StrategyContext(tiny_classifier(task=kind), kind, lr=1e-3, batch_size=4)
+    return StrategyContext(tiny_classifier(kind=kind), kind, lr=1e-3, batch_size=4)
 
 
 def relation_kind(tokenizer, stream):
@@ -207,7 +207,7 @@ def test_every_strategy_feeds_bert_the_qa_windows_segment_ids(name, tokenizer, q
     Every QA window has context tokens, segment 1: an embedding call that saw no 1 lost them.
     """
     kind = qa_kind(tokenizer)
-    model = tiny_classifier(task=kind)
+    model = tiny_classifier(kind=kind)
     seen = []
 
     def record(module, args, kwargs):

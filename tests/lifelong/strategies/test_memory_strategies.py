@@ -41,7 +41,7 @@ def test_all_eight_strategies_are_registered_with_descriptions():
 @pytest.mark.parametrize("name", ALL)
 def test_predict_never_changes_the_base_weights(name, task):
     ctx = StrategyContext(tiny_classifier(), task, lr=1e-3, batch_size=4)
-    # every adapt_scope and path is checked for this in tests/lifelong/test_adaptation.py
+    # every adapt_scope and path is checked for this in tests/lifelong/mechanisms/test_adaptation.py
     options = {"k": 4, "steps": 3, "adapt_scope": "top1"} if name.startswith("mbpa") else {}
     strategy = registry.build(name, ctx, options)
     if hasattr(strategy, "on_stream_start"):

@@ -8,9 +8,9 @@ from lifelong import registry
 from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
 from lifelong.learner import evaluate, evaluate_all
-from lifelong.meta_episodes import EpisodeBuffer
-from lifelong.replay_schedule import ReplaySchedule
-from lifelong.scopes import Head
+from lifelong.mechanisms.episodes import EpisodeBuffer
+from lifelong.mechanisms.replay import ReplaySchedule
+from lifelong.mechanisms.scopes import Head
 from lifelong.strategies.anml_er import ANMLER
 from lifelong.strategies.meta_mbpa import MetaMbPAOptions
 from lifelong.strategies.oml_er import OMLER, OMLEROptions
@@ -315,7 +315,7 @@ def test_outer_lr_overrides_the_run_lr_and_is_validated(name, task):
 
 def test_meta_mbpa_alpha_defaults_to_the_papers_1e_5_not_the_run_lr(task, monkeypatch):
     import lifelong.strategies.meta_mbpa as meta_mbpa
-    from lifelong.inner_loop import local_adapt
+    from lifelong.mechanisms.inner_loop import local_adapt
 
     assert MetaMbPAOptions().meta_lr == 1e-5  # Wang et al. (2020): α = 1e-5
     seen = []

@@ -10,7 +10,7 @@ from tests.conftest import tiny_classifier, toy_stream
 
 def test_agem_projects_only_at_the_replay_steps_by_default(task, monkeypatch):
     assert AGEMOptions().project == "replay_steps" and AGEMOptions().max_grad_norm == 0.0
-    context = StrategyContext(tiny_classifier(task=task), task, lr=1e-3, batch_size=4)
+    context = StrategyContext(tiny_classifier(kind=task), task, lr=1e-3, batch_size=4)
     strategy = AGEM(context, AGEMOptions(replay_every=8, replay_ratio=0.5))
     references = []
     original = strategy._reference_batches
@@ -36,7 +36,7 @@ def test_mbpa_family_clips_every_update_at_one_as_em_in_lll(name):
 
 @pytest.mark.parametrize("name", ["oml-er", "anml-er", "maml-er"])
 def test_meta_learners_meta_train_without_dropout_by_default(name, task):
-    context = StrategyContext(tiny_classifier(task=task), task, lr=1e-3, batch_size=4)
+    context = StrategyContext(tiny_classifier(kind=task), task, lr=1e-3, batch_size=4)
     options = {"support_batches": 1, "replay_every": 1000}
     strategy = registry.build(name, context, options)
     modes = []

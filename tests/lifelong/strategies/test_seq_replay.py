@@ -115,7 +115,7 @@ def test_replay_chunks_make_one_update_equal_to_one_big_batch(task):
 
 def replay_update_gradient(task, mode, chunk=64, batch_size=4):
     """The gradient the replay update of REPLAY applies, with its loss and the slots it drew."""
-    context = StrategyContext(tiny_classifier(task=task), task, lr=1e-3, batch_size=batch_size)
+    context = StrategyContext(tiny_classifier(kind=task), task, lr=1e-3, batch_size=batch_size)
     options = ReplayStrategyOptions(
         replay_every=8, replay_ratio=1.0, replay_mode=mode, replay_grad_norm=0, replay_chunk=chunk
     )
@@ -144,15 +144,15 @@ def test_sum_batches_replays_the_sum_of_its_mini_batch_losses(task):
 def test_replay_defaults_are_holla_s_sum_and_clips_on_the_replay_update_only(task, tokenizer):
     options = ReplayStrategyOptions()
     assert options.replay_mode == "sum_batches" and options.max_grad_norm == 0.0
-    replay = Replay(StrategyContext(tiny_classifier(task=task), task), options)
+    replay = Replay(StrategyContext(tiny_classifier(kind=task), task), options)
     assert replay.trainer.max_grad_norm == 0.0 and replay.replay.grad_norm == 25.0
     fewrel = build_task("relation", tokenizer, ["a", "b"], TaskSettings(max_length=16))
-    model = tiny_classifier(task=fewrel)
+    model = tiny_classifier(kind=fewrel)
     assert Replay(StrategyContext(model, fewrel), options).replay.grad_norm == 10.0
 
 
 def test_replay_update_is_clipped_at_its_own_norm(task):
-    context = StrategyContext(tiny_classifier(task=task), task, lr=1e-3, batch_size=4)
+    context = StrategyContext(tiny_classifier(kind=task), task, lr=1e-3, batch_size=4)
     options = ReplayStrategyOptions(replay_every=4, replay_ratio=1.0, replay_grad_norm=1e-3)
     strategy = Replay(context, options)
     strategy.replay.write(task(list(toy_stream().tasks[0].train[:4])))

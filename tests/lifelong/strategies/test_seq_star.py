@@ -13,7 +13,7 @@ from tests.conftest import tiny_classifier, toy_stream
 
 def build(task, **options):
     seed_everything(0)
-    context = StrategyContext(tiny_classifier(task=task), task, lr=1e-3, batch_size=4, seed=0)
+    context = StrategyContext(tiny_classifier(kind=task), task, lr=1e-3, batch_size=4, seed=0)
     return registry.build("seq-star", context, options)
 
 

@@ -145,7 +145,7 @@ def test_evaluation_counts_sentences_not_pairs(tokenizer):
 
 def test_the_model_trains_on_pairs(tokenizer):
     kind = relation(tokenizer)
-    model = tiny_classifier(task=kind)
+    model = tiny_classifier(kind=kind)
     batch = kind(examples())
     loss = model.loss(batch)
     loss.backward()

@@ -3,7 +3,8 @@
 `higher` (facebookresearch/higher 0.2.1, unmaintained) is what the reference implementations
 ran MAML with (MetaLifelongLanguage ``models/cls_maml.py``), and EM-in-LLL's local adaptation
 is a plain ``torch.optim.SGD`` loop. `lifelong` writes these inner loops once, as the pure
-function `lifelong.inner_loop.local_adapt` over ``torch.func.grad``. These tests run a tiny
+function `lifelong.mechanisms.inner_loop.local_adapt` over ``torch.func.grad``. These tests run a
+tiny
 random BERT classifier through both and ask for the same numbers to 1e-5, in float32:
 
 * local adaptation (MbPA++): the weights `local_adapt` returns for a test example's retrieved
@@ -30,10 +31,10 @@ from torch.func import functional_call
 from torch.nn import functional as F
 
 from lifelong import registry
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
 from lifelong.encoders.base import attention_implementation
-from lifelong.inner_loop import local_adapt
-from lifelong.replay_schedule import episodic_writer
+from lifelong.mechanisms.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.mechanisms.inner_loop import local_adapt
+from lifelong.mechanisms.replay import episodic_writer
 from lifelong.strategy import StrategyContext
 from tests.conftest import classification, tiny_classifier, toy_stream
 
@@ -59,7 +60,7 @@ def stream_batches(kind, n: int, task: int = 0, size: int = 4):
 @pytest.fixture(scope="module")
 def memory(tokenizer):
     kind = classification(tokenizer)
-    model = tiny_classifier(task=kind).eval()  # no dropout: the same function in every pass
+    model = tiny_classifier(kind=kind).eval()  # no dropout: the same function in every pass
     writer = episodic_writer(StrategyContext(model, kind))
     stream = toy_stream(n_train=16)
     for task in stream:

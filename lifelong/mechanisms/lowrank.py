@@ -13,7 +13,7 @@ and out; `lifelong.encoders.hf.PROJECTIONS`),
 and the head is adapted in full, as in the other scopes. The objective is MbPA++'s, on the
 deltas: the mean neighbour loss (α_k = 1/K) plus λ‖W̃_i − W‖² = λ‖B_i A_i‖² summed over the
 projections (computed exactly, not ‖A‖² + ‖B‖²) plus λ‖H̃_i − H‖² for the head, minimised with
-the same L steps (SGD with momentum, `lifelong.inner_loop.local_adapt`).
+the same L steps (SGD with momentum, `lifelong.mechanisms.inner_loop.local_adapt`).
 
 The base weights are never copied: the neighbours of all test examples in a chunk go through
 each base projection as one matmul over their real tokens (`HFEncoder.run_stages` with
@@ -33,14 +33,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Literal
 
+import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
 from lifelong.batch import Batch
-from lifelong.encoders.base import EncoderOutput
+from lifelong.encoders.base import EncoderOutput, attention_implementation
 from lifelong.encoders.hf import PROJECTIONS, PackedLayout, packed_layer
+from lifelong.mechanisms.inner_loop import local_adapt
+from lifelong.mechanisms.neighbours import Adapting
 from lifelong.model import Classifier
 
 Params = dict[str, torch.Tensor]
@@ -320,3 +325,123 @@ def vmapped_lora_logits(
         return lora_forward_padded(model, adapt(loss, p), tx, tmask)[0]
 
     return vmap(one)(start, *neighbours, *tests)
+
+
+# ---------------------------------------------------------------------------------------------
+# The low-rank path of local adaptation (``adapt_scope: lora``)
+# ---------------------------------------------------------------------------------------------
+
+
+LORA_BYTES = 126.0
+"""Peak activation bytes of lora adaptation per (owner, neighbour, token, hidden unit, layer).
+
+Measured on the CPU (fp32): 16 owners of K = 32 neighbours of up to 128 tokens through MiniLM
+(hidden 384, 6 layers) peaked at 19 GB: 19e9 / (16 * 32 * 128 * 384 * 6) = 126. On a GPU in
+bf16 the activations take about half: the estimate errs on the safe side."""
+
+
+def lora_chunk(encoder: nn.Module, k: int, length: int, device: torch.device) -> int:
+    """Test examples per lora step on a GPU: as many as half its free memory holds, 1 to 64.
+
+    The owners' activations grow with K, the tokens per row and the encoder's width and depth
+    (`LORA_BYTES` each); a fixed 16 was sized for MiniLM and is four times too many for
+    BERT-base on a 16 GB GPU.
+    """
+    free, _ = torch.cuda.mem_get_info(device)
+    hidden = getattr(encoder, "hidden_size", 768)
+    layers = getattr(encoder, "num_layers", 12)
+    per_owner = LORA_BYTES * k * max(length, 1) * hidden * layers
+    return int(min(64, max(1, 0.5 * free // per_owner)))
+
+
+def lora_logits(
+    adapter: Adapting,
+    batch: Batch,
+    slots: np.ndarray,
+    batching: Literal["packed", "vmap"] = "packed",
+) -> torch.Tensor:
+    """Adapt a rank-r delta per test example, ``fast_chunk`` examples per base matmul.
+
+    See `lifelong.mechanisms.lowrank`. The ``reference`` path takes one example at a time.
+    ``batching`` ``vmap`` batches owners with ``torch.func.vmap`` instead of packing
+    their real tokens (`lifelong.mechanisms.lowrank.vmapped_lora_logits`; one-row examples only):
+    measured against packing by the local-adaptation bench, not used by any strategy.
+    """
+    if batching == "vmap":
+        return _vmapped_lora_logits(adapter, batch, slots)
+    with torch.no_grad():
+        tests, mask = adapter.cache.prefix(batch)[:2]  # (rows, t, d), (rows, t) at stage 1
+    # one owner per chunk on a CPU: with 16, 512 neighbour rows' activations (19 GB peak on
+    # MiniLM) made a step 2x slower per example than 16 one-owner chunks (README bench);
+    # on a GPU as many as half its free memory holds (`lora_chunk`)
+    batched = adapter.options.adapt_path == "fast" and tests.device.type == "cuda"
+    chunk = adapter.options.fast_chunk or (
+        lora_chunk(adapter.model.encoder, adapter.options.k, tests.shape[1], tests.device)
+        if batched
+        else 1
+    )
+    groups = batch.row_groups
+    out = []
+    for s in range(0, batch.num_examples, chunk):
+        owners = range(s, min(s + chunk, batch.num_examples))
+        rows = torch.nonzero((groups >= s) & (groups < owners.stop)).squeeze(1)
+        bounds = [
+            0,
+            *torch.bincount(groups[rows] - s, minlength=len(owners)).cumsum(0).tolist(),
+        ]
+        adapted = adapt_lora(adapter, slots[s : owners.stop])
+        with torch.no_grad():
+            out.append(lora_forward(adapter.model, adapted, tests[rows], mask[rows], bounds))
+    return torch.cat(out)  # (n, num_labels) or (n, t, 2), rows in batch order
+
+
+def adapt_lora(adapter: Adapting, slots: np.ndarray) -> Params:
+    """The adapted deltas of test examples whose neighbours are ``slots`` (n, k)."""
+    adapter.cache.fill(slots)
+    neighbours, bounds = adapter.cache.owner_rows(slots)
+    parts = [
+        neighbours.select(range(bounds[o], bounds[o + 1]), trim=False) for o in range(len(slots))
+    ]
+    for part in parts:  # each owner's examples numbered from 0
+        part.groups = None if part.groups is None else part.groups - part.groups[0]
+    model = adapter.model
+    start = init_lora(model, adapter.scope.rank, len(slots), seed=adapter.lora_seed)
+
+    x, mask = neighbours.input_ids, neighbours.attention_mask  # (R, t, d), (R, t)
+    layout = PackedLayout.of(mask)  # the same rows at every step
+    tokens = TokenOwners.of_bounds(mask, bounds)  # likewise: one host copy, not one a step
+
+    def loss(p: Params) -> torch.Tensor:
+        logits = lora_forward(model, p, x, mask, bounds, layout, tokens)
+        return owner_losses(model, logits, parts, bounds)
+
+    with torch.no_grad():  # torch.func.grad still differentiates inside
+        return partial(lora_adapt, adapter)(loss, start)
+
+
+def lora_adapt(adapter: Adapting, loss: Callable[[Params], torch.Tensor], start: Params) -> Params:
+    """`local_adapt` from the deltas ``start`` with the scope's exact λ||BA||² pull."""
+    kwargs = adapter.adapt_kwargs()
+    return local_adapt(loss, start, pull=adapter.scope.pull(start, kwargs["l2"]), **kwargs)
+
+
+def _vmapped_lora_logits(adapter: Adapting, batch: Batch, slots: np.ndarray) -> torch.Tensor:
+    if batch.groups is not None:
+        raise ValueError("vmap batching of lora needs one-row examples")
+    with torch.no_grad():
+        tests, mask = adapter.cache.prefix(batch)[:2]  # (n, t, d), (n, t) at stage 1
+    adapter.cache.fill(slots)
+    chunk = adapter.options.fast_chunk or 16
+    out = []
+    for s in range(0, len(batch), chunk):
+        part = slice(s, s + chunk)
+        (x, nmask), labels = adapter.cache.stacked(slots[part])  # (c, k, t', d) ...
+        start = init_lora(adapter.model, adapter.scope.rank, len(x), seed=adapter.lora_seed)
+        tested = (tests[part][:, None], mask[part][:, None])  # (c, 1, t, d), (c, 1, t)
+        with torch.no_grad(), attention_implementation(adapter.model.encoder, "eager"):
+            out.append(
+                vmapped_lora_logits(
+                    adapter.model, start, (x, nmask, labels), tested, partial(lora_adapt, adapter)
+                )
+            )
+    return torch.cat(out)  # (n, num_labels)

@@ -3,10 +3,10 @@ import pytest
 import torch
 from torch import nn
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
-from lifelong.inner_loop import local_adapt
-from lifelong.replay_schedule import episodic_writer
-from lifelong.scopes import All, Head, Top, parse_scope
+from lifelong.mechanisms.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.mechanisms.inner_loop import local_adapt
+from lifelong.mechanisms.replay import episodic_writer
+from lifelong.mechanisms.scopes import All, Head, Top, parse_scope
 from lifelong.strategy import StrategyContext
 from tests.conftest import classification, tiny_classifier, toy_stream
 
@@ -15,7 +15,7 @@ from tests.conftest import classification, tiny_classifier, toy_stream
 def setup(tokenizer):
     torch.manual_seed(0)
     kind = classification(tokenizer)
-    model = tiny_classifier(task=kind)
+    model = tiny_classifier(kind=kind)
     writer = episodic_writer(StrategyContext(model, kind))
     stream = toy_stream(n_train=24)
     for task in stream:
@@ -188,7 +188,7 @@ def multi_row_setup(tokenizer, kind_name):
         settings = TaskSettings(max_length=48, doc_stride=16, max_query_length=16)
     kind = build_task(kind_name, tokenizer, stream.label_names, settings)
     torch.manual_seed(0)
-    model = tiny_classifier(task=kind)
+    model = tiny_classifier(kind=kind)
     writer = episodic_writer(StrategyContext(model, kind))
     for task in stream:
         writer.write(kind(list(task.train)))
@@ -244,7 +244,7 @@ class SegmentedClassification:
 def test_vmapped_fast_path_carries_one_row_examples_token_types(tokenizer, scope):
     torch.manual_seed(0)
     kind = SegmentedClassification(classification(tokenizer))
-    model = tiny_classifier(task=kind)
+    model = tiny_classifier(kind=kind)
     writer = episodic_writer(StrategyContext(model, kind))
     stream = toy_stream(n_train=12)
     for task in stream:
@@ -281,7 +281,7 @@ def test_local_adapt_without_momentum_is_exactly_plain_sgd():
 
 def test_a_loss_scale_changes_nothing_in_fp32_but_the_rounding():
     """fp16's static inner loss scale multiplies the loss and divides the gradient back."""
-    from lifelong.inner_loop import summed_gradient
+    from lifelong.mechanisms.inner_loop import summed_gradient
 
     _, params, loss = linear_problem()
     plain = local_adapt(loss, params, steps=5, lr=0.3, l2=0.05, momentum=0.9)

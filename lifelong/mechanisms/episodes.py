@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -23,8 +23,16 @@ from torch.func import functional_call
 
 from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput
-from lifelong.inner_loop import Params, local_adapt
-from lifelong.replay_schedule import SparseReplay
+from lifelong.mechanisms.inner_loop import Params, local_adapt
+from lifelong.mechanisms.replay import (
+    ClipOptions,
+    ReplayLossOptions,
+    ReplayOptions,
+    ReplaySchedule,
+    SparseReplay,
+    WriteOptions,
+)
+from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
 from lifelong.runtime import eager_call
 from lifelong.state import Counters
 
@@ -34,6 +42,30 @@ if TYPE_CHECKING:
 
 Criterion = Callable[[torch.Tensor, Batch], torch.Tensor]
 """A task's loss from logits and the batch they were computed on."""
+
+
+@option_group
+class MetaReplayOptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOptions):
+    """What OML-ER, ANML-ER and MAML-ER share: episodes, replay queries, the outer update.
+
+    Defaults are the papers' text-classification setting where they give one (Holla et al.,
+    2020, §4 and App. A), else their code's (Nithin-Holla/MetaLifelongLanguage: the flags of
+    ``train_text_cls.py`` named in the comments, ``models/cls_oml.py``, ``cls_anml.py``,
+    ``cls_maml.py``): the replay query's loss is the sum of its mini-batches' mean losses,
+    nothing is clipped, and BERT meta-trains without dropout.
+    """
+
+    replay_every: PositiveInt = 9_600  # R_I: stream examples per replay (--replay_every 9600)
+    # r = 0.01 (--replay_rate 0.01) and p_write = 1 (--write_prob 1.0) are the groups' defaults
+    support_batches: PositiveInt = 5  # m: support mini-batches per episode (--updates 5)
+    inner_lr: PositiveFloat = 1e-3  # α: inner-loop and meta-test SGD step (--inner_lr 0.001)
+    meta_test: bool = True  # adapt on m memory batches before predicting (each strategy's part)
+    outer_lr: NonNegativeFloat = 0.0  # β of the outer Adam (--meta_lr 3e-5); 0 = the run's lr
+    replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_*.py sum query grads
+    max_grad_norm: NonNegativeFloat = 0.0  # outer-update clip; 0 = none (cls_*.py never clip)
+    # dropout while meta-training: Holla never calls .train() on BERT (transformers 3.0.2's
+    # from_pretrained leaves it in eval mode), so cls_*.py meta-train without it
+    dropout: bool = False
 
 
 @dataclass
@@ -218,10 +250,18 @@ class MetaReplay(NamedTuple):
     batch_size: int
 
     @classmethod
-    def build(cls, context: StrategyContext, options: Any) -> MetaReplay:
-        """The parts for ``context`` from a strategy's options (replay options, m, write_prob)."""
+    def build(cls, context: StrategyContext, options: MetaReplayOptions) -> MetaReplay:
+        """The parts for ``context``: replay (R_I, r, p_write, its loss), m and b."""
         m, b = options.support_batches, context.batch_size
-        replay = SparseReplay(context, options, options.write_prob, keyed=False)
+        replay = SparseReplay(
+            context,
+            ReplaySchedule.from_options(options),
+            chunk=options.replay_chunk,
+            mode=options.replay_mode,
+            grad_norm=options.max_grad_norm,
+            write_prob=options.write_prob,
+            keyed=False,  # replay queries are uniform samples: no keys
+        )
         between = replay.schedule.episodes_between_replays(b, m)
         buffer = EpisodeBuffer(m, between, device=context.runtime.device)
         rng = np.random.default_rng(context.seed + 1)  # meta-test memory batches only
@@ -229,7 +269,7 @@ class MetaReplay(NamedTuple):
 
     @staticmethod
     def outer_trainer(
-        context: StrategyContext, options: Any, net: nn.Module | None = None
+        context: StrategyContext, options: MetaReplayOptions, net: nn.Module | None = None
     ) -> Trainer:
         """The outer loop's trainer: Adam at β over ``net``'s trainable weights.
 

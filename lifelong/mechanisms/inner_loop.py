@@ -68,7 +68,8 @@ def local_adapt(
             static scale of fp16 inner loops (`lifelong.runtime.Runtime.inner_loss_scale`);
             1 (no scaling) in fp32 and bf16.
         pull: The gradient of the whole pull term (λ included) at W~, for a parametrisation
-            whose pull is not λ||W~ − anchor||² (low-rank deltas: `lifelong.lowrank.lora_pull`);
+            whose pull is not λ||W~ − anchor||² (low-rank deltas:
+            `lifelong.mechanisms.lowrank.lora_pull`);
             ``l2`` and ``anchor`` are then unused.
 
     Returns:

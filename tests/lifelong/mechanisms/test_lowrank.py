@@ -2,19 +2,20 @@ import numpy as np
 import pytest
 import torch
 
-from lifelong.adaptation import AdaptationOptions, LocalAdapter
-from lifelong.adaptation import frozen_prefix as prefix
-from lifelong.lowrank import (
+from lifelong.mechanisms.adaptation import AdaptationOptions, LocalAdapter
+from lifelong.mechanisms.lowrank import (
     TokenOwners,
+    adapt_lora,
     init_lora,
     lora_forward,
     lora_modules,
     lora_penalty,
     lora_pull,
 )
-from lifelong.scopes import AdaptScope, Lora, check_scope, parse_scope
-from tests.lifelong.test_adaptation import multi_row_setup
-from tests.lifelong.test_adaptation import setup as setup  # noqa: F401  (the fixture)
+from lifelong.mechanisms.neighbours import frozen_prefix as prefix
+from lifelong.mechanisms.scopes import AdaptScope, Lora, check_scope, parse_scope
+from tests.lifelong.mechanisms.test_adaptation import multi_row_setup
+from tests.lifelong.mechanisms.test_adaptation import setup as setup  # noqa: F401  (the fixture)
 
 
 def adapter(setup, **options):
@@ -106,7 +107,7 @@ def test_the_pull_shrinks_the_delta_as_lambda_grows(setup):
     penalties = []
     for lam in (0.0, 1.0, 5.0, 20.0):
         a = adapter(setup, l2=lam, steps=10, adapt_lr=0.02, momentum=0.0)
-        adapted = a._adapt_lora(a.neighbours(test))
+        adapted = adapt_lora(a, a.neighbours(test))
         start = init_lora(model, 8, test.num_examples)
         penalties.append(float(lora_penalty(adapted, start).sum()))
     assert all(x > y for x, y in zip(penalties, penalties[1:])), penalties

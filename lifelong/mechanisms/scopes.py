@@ -8,7 +8,7 @@ option string (``adapt_scope``, ``meta_scope``):
 * `Top` (``top<N>``): the top N encoder layers and the head;
 * `Head`: the prediction head only;
 * `Lora` (``lora``): a rank-r delta B·A on every layer's projections plus the head
-  (`lifelong.lowrank`; not in the papers, a cheaper approximation of `All`).
+  (`lifelong.mechanisms.lowrank`; not in the papers, a cheaper approximation of `All`).
 
 Each knows the stage where its weights begin (`lifelong.encoders.hf.HFEncoder.run_stages`: the
 frozen stages below are computed once and reused), its parameters' name prefixes in the
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from lifelong.inner_loop import Params
+    from lifelong.mechanisms.inner_loop import Params
     from lifelong.model import Classifier
 
 
@@ -91,7 +91,10 @@ class AdaptScope:
     def logits(
         self, model: Classifier, params: Params, inputs: Sequence[torch.Tensor]
     ) -> torch.Tensor:
-        """Logits of inputs at ``stage`` (`lifelong.adaptation.frozen_prefix`) under ``params``."""
+        """Logits of inputs at ``stage`` (`lifelong.mechanisms.neighbours.frozen_prefix`).
+
+        Computed under ``params``.
+        """
         from lifelong.runtime import eager_call
 
         return eager_call(model, params, tuple(inputs), {"start": self.stage, "packed": True})
@@ -125,17 +128,19 @@ class Head(AdaptScope):
 
 @dataclass(frozen=True)
 class Lora(AdaptScope):
-    """Rank-``rank`` deltas B·A on every layer's projections, plus the head (`lifelong.lowrank`).
+    """Rank-``rank`` deltas B·A on every layer's projections, plus the head.
+
+    (`lifelong.mechanisms.lowrank`.)
 
     The deltas start at B = 0 (so the first step's weights are the model's) and the pull is
-    the exact λ(Σ‖B A‖² + ‖H̃ − H‖²) (`lifelong.lowrank.lora_pull`).
+    the exact λ(Σ‖B A‖² + ‖H̃ − H‖²) (`lifelong.mechanisms.lowrank.lora_pull`).
     """
 
     rank: int = 8
 
     def start(self, model: Classifier, seed: int = 0) -> Params:
-        """Step-0 deltas of one owner (`lifelong.lowrank.init_lora`, A drawn from ``seed``)."""
-        from lifelong.lowrank import init_lora
+        """Step-0 deltas of one owner (`init_lora`, A drawn from ``seed``)."""
+        from lifelong.mechanisms.lowrank import init_lora
 
         return init_lora(model, self.rank, 1, seed)
 
@@ -143,14 +148,14 @@ class Lora(AdaptScope):
         self, model: Classifier, params: Params, inputs: Sequence[torch.Tensor]
     ) -> torch.Tensor:
         """Logits of stage-1 inputs (embedding outputs) under the deltas ``params``."""
-        from lifelong.lowrank import lora_forward
+        from lifelong.mechanisms.lowrank import lora_forward
 
         x, mask = inputs[:2]  # stage 1: the token types are in the embeddings already
         return lora_forward(model, params, x, mask, [0, len(x)])
 
     def pull(self, anchor: Params, l2: float) -> Callable[[Params], Params] | None:
         """The exact pull of the deltas and the head against ``anchor``."""
-        from lifelong.lowrank import lora_pull
+        from lifelong.mechanisms.lowrank import lora_pull
 
         return lambda p: lora_pull(p, anchor, l2)
 

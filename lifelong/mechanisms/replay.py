@@ -69,6 +69,11 @@ class ClipOptions:
     max_grad_norm: Annotated[float, Range(min=0)] = 1.0  # clip the update's norm (0 = none)
 
 
+def replay_clip(replay_grad_norm: float | None, max_grad_norm: float) -> float:
+    """The clip of a replay update: its own (`ReplayClipOptions`), else every update's."""
+    return max_grad_norm if replay_grad_norm is None else replay_grad_norm
+
+
 def paper_replay_clip(kind: str) -> float:
     """Holla et al.'s clip of the replay update: 25 (``cls_replay.py``), 10 for FewRel.
 
@@ -150,7 +155,7 @@ def episodic_writer(
 
     """
     return EpisodicWriter(
-        context.task,
+        context.kind,
         context.model.encoder if keyed else None,
         write_prob=write_prob,
         policy=policy,
@@ -168,7 +173,10 @@ class SparseReplay:
 
     Args:
         context: As for `episodic_writer`.
-        options: Replay rate.
+        schedule: When and how much (R_I, r: `ReplaySchedule.from_options`).
+        chunk: Examples per forward pass inside one replay update (``replay_chunk``).
+        mode: How a replay's loss is formed (``replay_mode``, `ReplayLossOptions`).
+        grad_norm: The replay update's own clip (0: none; `replay_clip`).
         write_prob: Write probability (ignored with ``writer``).
         writer: A writer of one's own (e.g. with a diversity policy).
         keyed: Whether the memory keys its examples (ignored with ``writer``): False for a
@@ -179,19 +187,18 @@ class SparseReplay:
     def __init__(
         self,
         context: StrategyContext,
-        options: ReplayOptions,
-        write_prob: float = 1.0,
+        schedule: ReplaySchedule,
         *,
+        chunk: int = 64,
+        mode: Literal["mean", "sum_batches"] = "mean",
+        grad_norm: float = 0.0,
+        write_prob: float = 1.0,
         writer: EpisodicWriter | None = None,
         keyed: bool = True,
     ) -> None:
-        self.schedule = ReplaySchedule.from_options(options)
-        self.chunk = options.replay_chunk
+        self.schedule, self.chunk, self.mode, self.grad_norm = schedule, chunk, mode, grad_norm
         self.writer = writer or episodic_writer(context, write_prob, keyed=keyed)
-        self.mode = getattr(options, "replay_mode", "mean")  # `ReplayLossOptions`
         self.batch_size = context.batch_size
-        clip = getattr(options, "replay_grad_norm", None)  # `ReplayClipOptions`
-        self.grad_norm = getattr(options, "max_grad_norm", 0.0) if clip is None else clip
 
     @property
     def memory(self) -> EpisodicMemory:
