@@ -345,15 +345,26 @@ class TaskTraining:
     Args:
         model: The model (its head's dropout is set here).
         lr: The learning rate (the schedule's peak).
-        options: ``max_grad_norm``, the per-task optimiser's and the head dropout's options.
+        schedule: The per-task optimiser's options (`TaskOptimizerOptions`).
+        max_grad_norm: The clip of every update (0: none).
+        head_dropout: Dropout on the head's pooled input while training (`HeadDropoutOptions`).
         runtime: The run's device and precision.
 
     """
 
-    def __init__(self, model: Classifier, lr: float, options: Any, runtime: Runtime = CPU) -> None:
-        set_head_dropout(model, options.head_dropout)
-        self.trainer = Trainer(model, lr, options.max_grad_norm, runtime=runtime)
-        self.schedule = TaskSchedule.maybe(self.trainer, lr, options)
+    def __init__(
+        self,
+        model: Classifier,
+        lr: float,
+        schedule: TaskOptimizerOptions,
+        *,
+        max_grad_norm: float,
+        head_dropout: float,
+        runtime: Runtime = CPU,
+    ) -> None:
+        set_head_dropout(model, head_dropout)
+        self.trainer = Trainer(model, lr, max_grad_norm, runtime=runtime)
+        self.schedule = TaskSchedule.maybe(self.trainer, lr, schedule)
 
     def start_task(self) -> None:
         """With a schedule: a fresh optimiser and schedule (the learner's ``on_task_start``)."""

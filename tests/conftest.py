@@ -141,3 +141,17 @@ def load_script(monkeypatch) -> Iterator[Callable[[str], ModuleType]]:
     for name in set(sys.modules) - before:
         if EXPERIMENTS in Path(getattr(sys.modules[name], "__file__", None) or "/").parents:
             del sys.modules[name]
+
+
+def install_plugin(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str, entry_points: str
+) -> None:
+    """Install ``source`` as module ``module`` the way pip would: the module beside a
+    dist-info holding ``entry_points`` (an ``entry_points.txt`` body), first on ``sys.path``."""
+    (folder / f"{module}.py").write_text(source)
+    dist = folder / f"{module}-0.1.dist-info"
+    dist.mkdir()
+    name = module.replace("_", "-")
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(entry_points)
+    monkeypatch.syspath_prepend(str(folder))

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     def context() -> StrategyContext:
         torch.manual_seed(0)
         encoder = load_encoder(args.encoder)
-        model = Classifier(encoder, kind.head(encoder.hidden_size), task=kind)
+        model = Classifier(encoder, kind.head(encoder.hidden_size), kind=kind)
         return StrategyContext(
             model.to(runtime.device), kind, lr=LR, batch_size=BATCH, seed=0, runtime=runtime
         )

@@ -96,7 +96,7 @@ def seconds(fn: Callable[[], object], runtime: Runtime, repeat: int = 1) -> floa
 
 def fresh_model(task, runtime: Runtime, seed: int, size: str = "base") -> Classifier:
     encoder = random_encoder(size, seed)
-    return Classifier(encoder, task.head(encoder.hidden_size), task=task).to(runtime.device)
+    return Classifier(encoder, task.head(encoder.hidden_size), kind=task).to(runtime.device)
 
 
 def plain_train(model: Classifier, data: list[Batch], runtime: Runtime, warmup: int) -> float:

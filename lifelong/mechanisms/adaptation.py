@@ -47,7 +47,7 @@ from lifelong.options import (
     Range,
     option_group,
 )
-from lifelong.training import TaskTraining, evaluating
+from lifelong.training import TaskOptimizerOptions, TaskTraining, evaluating
 
 if TYPE_CHECKING:
     from lifelong.strategy import StrategyContext
@@ -207,18 +207,36 @@ class MemoryAdaptation:
 
     Args:
         context: Model, learning rate, runtime and seed.
-        options: The strategy's options (`AdaptationOptions`, `TaskOptimizerOptions`,
-            `HeadDropoutOptions`, ``max_grad_norm``).
         writer: The episodic writer whose memory the adaptation reads.
+        adaptation: K, L, λ, step size, momentum, scope, path and retrieval.
+        schedule: The per-task optimiser's options (`TaskOptimizerOptions`).
+        max_grad_norm: The clip of every training update (0: none).
+        head_dropout: Dropout on the head's pooled input while training.
 
     """
 
-    def __init__(self, context: StrategyContext, options: Any, writer: EpisodicWriter) -> None:
-        self.training = TaskTraining(context.model, context.lr, options, context.runtime)
+    def __init__(
+        self,
+        context: StrategyContext,
+        writer: EpisodicWriter,
+        *,
+        adaptation: AdaptationOptions,
+        schedule: TaskOptimizerOptions,
+        max_grad_norm: float,
+        head_dropout: float,
+    ) -> None:
+        self.training = TaskTraining(
+            context.model,
+            context.lr,
+            schedule,
+            max_grad_norm=max_grad_norm,
+            head_dropout=head_dropout,
+            runtime=context.runtime,
+        )
         self.adapter = LocalAdapter(
             context.model,
             writer,
-            options,
+            adaptation,
             seed=context.seed,
             loss_scale=self.training.trainer.inner_loss_scale,
         )

@@ -61,7 +61,14 @@ class MbPA(StrategyHooks):
             keyed = options.retrieval == "nearest"  # random retrieval never searches
             writer = episodic_writer(context, options.write_prob, keyed=keyed)
         self.writer = writer
-        self.local = MemoryAdaptation(context, options, writer)
+        self.local = MemoryAdaptation(
+            context,
+            writer,
+            adaptation=options,
+            schedule=options,
+            max_grad_norm=options.max_grad_norm,
+            head_dropout=options.head_dropout,
+        )
         self.trainer, self.adapter = self.local.training.trainer, self.local.adapter
         self.resumable = ResumableParts(**self.local.resumable_parts(), writer=writer)
 

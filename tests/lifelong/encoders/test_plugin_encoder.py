@@ -8,6 +8,7 @@ import pytest
 
 from lifelong.encoders import names
 from lifelong.experiment.cli import main
+from tests.conftest import install_plugin
 
 GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guide" / "write-your-own-encoder.md"
 
@@ -18,15 +19,9 @@ def guide_example() -> str:
 
 @pytest.fixture
 def installed_encoder(tmp_path, monkeypatch):
-    """Install the example the way pip would: a module plus a dist-info with its entry point."""
-    (tmp_path / "my_encoders.py").write_text(guide_example())
-    dist = tmp_path / "my_encoders-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-encoders\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[lifelong.encoders]\nrunning-mean = my_encoders:ENTRY\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    """The example installed as a package declaring its row (entry-point group)."""
+    rows = "[lifelong.encoders]\nrunning-mean = my_encoders:ENTRY\n"
+    install_plugin(tmp_path, monkeypatch, "my_encoders", guide_example(), rows)
     yield
     names.ENCODERS.pop("running-mean", None)
     sys.modules.pop("my_encoders", None)

@@ -320,7 +320,7 @@ def test_qa_and_fewrel_rows_get_segment_ids_as_configured(keys, token_types, tok
     assert task.token_types is token_types and config.task_settings().segment_ids is (
         keys.get("segment_ids", False)
     )
-    assert model.task is task
+    assert model.kind is task
 
 
 def test_segment_ids_is_a_fewrel_key_for_bert_style_encoders():

@@ -8,6 +8,7 @@ import pytest
 
 from lifelong import registry
 from lifelong.experiment.cli import main
+from tests.conftest import install_plugin
 
 GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guide" / "write-your-own-strategy.md"
 
@@ -20,15 +21,9 @@ def readme_example() -> str:
 
 @pytest.fixture
 def installed_plugin(tmp_path, monkeypatch):
-    """Install the example the way pip would: a module plus a dist-info with entry points."""
-    (tmp_path / "my_strategies.py").write_text(readme_example())
-    dist = tmp_path / "my_strategies-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-strategies\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[lifelong.strategies]\nmixed-replay = my_strategies:MixedReplay\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    """The example installed as a package declaring its entry point."""
+    points = "[lifelong.strategies]\nmixed-replay = my_strategies:MixedReplay\n"
+    install_plugin(tmp_path, monkeypatch, "my_strategies", readme_example(), points)
     yield
     sys.modules.pop("my_strategies", None)
 

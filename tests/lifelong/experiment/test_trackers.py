@@ -224,3 +224,22 @@ def test_report_skips_the_mlflow_store_beside_the_runs(tracked_run, capsys):
     assert main(["report", str(out), "--no-plots", "--out", str(out / "report")]) == 0
     printed = capsys.readouterr().out
     assert "replay" in printed and "mlruns" not in printed
+
+
+def test_a_tracker_is_one_module_and_its_name_is_the_module_s():
+    """Adding a tracker is adding lifelong/experiment/trackers/<name>.py defining TRACKER: the
+    names --logger accepts (and the config's type) are read from the package's modules."""
+    import pkgutil
+    import typing
+
+    from lifelong.experiment import trackers
+    from lifelong.experiment.config import config_keys
+
+    modules = sorted(m.name for m in pkgutil.iter_modules(trackers.__path__) if m.name != "base")
+    assert list(trackers.LOGGERS) == modules == ["csv", "mlflow", "tensorboard", "wandb"]
+    for name in modules:
+        cls = trackers.tracker_class(name)
+        assert all(callable(getattr(cls, hook)) for hook in ("log_step", "log_scores", "close"))
+        assert cls.package in (None, name)  # the extra of the same name installs it
+    element = typing.get_args(config_keys()["loggers"].hint)[0]
+    assert typing.get_args(element) == trackers.LOGGERS

@@ -16,7 +16,7 @@ import yaml
 import lifelong
 from lifelong.experiment.checkpoint import CHECKPOINT_NAME, load_checkpoint
 from lifelong.experiment.cli import main
-from lifelong.experiment.config import ConfigError, RunConfig, from_dict
+from lifelong.experiment.config import ConfigError, RunConfig, from_dict, load_run_config
 from lifelong.experiment.index import RunIndex
 from lifelong.experiment.reports import report_table
 from lifelong.experiment.runs import resume, run
@@ -139,6 +139,21 @@ def test_a_checkpoint_written_before_this_change_still_resumes(tmp_path):
     outcome = resume(run_dir)
     assert (outcome.run_dir / "accuracy.csv").read_text() == expected
     assert "predates recording" in (run_dir / "log.txt").read_text()
+
+
+def test_a_run_checkpointed_before_the_config_became_its_sections_resumes(tmp_path):
+    """Before issue 63 a run's config.yaml was flat and its checkpoint's trained-as record held
+    every stream's keys (FewRel's on a text run): both still resume, to the same numbers."""
+    run_dir = with_checkpoint(tmp_path)
+    expected = (run_dir / "accuracy.csv").read_text()
+    payload = torch.load(run_dir / CHECKPOINT_NAME, weights_only=False)
+    payload["trained_as"] |= {"fewrel_tasks": 10, "cluster_order": 0, "glove": None}
+    torch.save(payload, run_dir / CHECKPOINT_NAME)
+    flat = load_run_config(run_dir / "config.yaml").to_dict() | {"cluster_order": 0}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(flat))  # the old flat dialect
+    (run_dir / "metrics.json").unlink()
+    outcome = resume(run_dir)
+    assert (outcome.run_dir / "accuracy.csv").read_text() == expected
 
 
 # --- 2. resume continues what the checkpoint was trained as ----------------------------------
