@@ -30,7 +30,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -56,6 +56,19 @@ def given_text(value: str) -> str:
             "expected a value, got an empty string (leave the flag out for its default)"
         )
     return value
+
+
+def did_you_mean(given: object, choices: Iterable[object]) -> str:
+    """``" (did you mean 'x'?)"`` for the choice closest to a mistyped ``given``, else ``""``.
+
+    What every "unknown name" error appends: a config key, a strategy option or name, an
+    encoder, an order, a dataset (difflib's ratio of at least 0.6, as its default).
+    """
+    import difflib
+
+    names = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(given), names, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -224,7 +237,7 @@ def parse_options(cls: type[T], values: Mapping[str, Any], *, owner: str = "") -
     for key, value in values.items():
         if key not in fields:
             raise OptionsError(
-                f"{where}: unknown option {key!r}; valid options: "
+                f"{where}: unknown option {key!r}{did_you_mean(key, fields)}; valid options: "
                 f"{', '.join(sorted(fields)) or '(none)'}"
             )
         kwargs[key] = convert(value, hints[key], f"{where}: option {key!r}")
@@ -263,7 +276,7 @@ def convert(value: Any, hint: Any, where: str) -> Any:
             if value == choice or (isinstance(value, str) and str(choice) == value):
                 return choice
         raise OptionsError(
-            f"{where}: {value!r} is not allowed; expected one of "
+            f"{where}: {value!r} is not allowed{did_you_mean(value, choices)}; expected one of "
             f"{', '.join(str(c) for c in choices)}"
         )
     out = _scalar(value, base, where)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from lifelong.options import NoOptions, OptionsError, parse_options
+from lifelong.options import NoOptions, OptionsError, did_you_mean, parse_options
 
 if TYPE_CHECKING:
     from lifelong.strategy import Strategy, StrategyContext
@@ -70,7 +70,8 @@ def get(name: str) -> type:
         if ep.name == name:
             return ep.load()
     raise UnknownStrategyError(
-        f"unknown strategy {name!r}; registered strategies: {', '.join(names())}"
+        f"unknown strategy {name!r}{did_you_mean(name, names())}; registered strategies: "
+        f"{', '.join(names())}"
     )
 
 

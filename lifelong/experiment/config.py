@@ -35,7 +35,7 @@ import logging
 import os
 import tempfile
 import typing
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -53,7 +53,7 @@ from lifelong.encoders.names import (
     segment_position_limit,
 )
 from lifelong.experiment.trackers import TrackingOptions
-from lifelong.options import OptionsError, convert, field_docs
+from lifelong.options import OptionsError, convert, did_you_mean, field_docs
 from lifelong.registry import StrategyChoice
 from lifelong.streams.core import StreamSpec
 from lifelong.streams.registry import STREAMS, stream_keys
@@ -371,11 +371,19 @@ def build_section(name: str, value: Any, where: str = "") -> Any:
     for field, raw in value.items():
         if field not in keys:
             raise OptionsError(
-                f"{prefix}unknown key '{name}.{field}'; the {name} section's keys: "
-                f"{', '.join(keys)}"
+                f"{prefix}unknown key '{name}.{field}'{_placed(field, keys)}; the {name} "
+                f"section's keys: {', '.join(keys)}"
             )
         kwargs[field] = _convert(keys[field], raw, prefix)
     return cls(**kwargs)
+
+
+def _placed(field: str, keys: Iterable[str]) -> str:
+    """Where a key given in the wrong section belongs, or the section's key it resembles."""
+    for key in config_keys().values():
+        if key.field == field and key.field != "name":
+            return f" (it belongs in the {key.section} section: {key.section}.{field})"
+    return did_you_mean(field, keys)
 
 
 def _build_stream(value: Mapping[str, Any], prefix: str) -> StreamSpec:
@@ -395,8 +403,8 @@ def _build_stream(value: Mapping[str, Any], prefix: str) -> StreamSpec:
             continue
         if field not in keys:
             raise OptionsError(
-                f"{prefix}unknown key 'stream.{field}'; the stream section's keys: "
-                f"{', '.join(keys)}"
+                f"{prefix}unknown key 'stream.{field}'{_placed(field, keys)}; the stream "
+                f"section's keys: {', '.join(keys)}"
             )
         converted = _convert(keys[field], raw, prefix)
         if field in own:
@@ -465,8 +473,9 @@ def sectioned(values: Mapping[str, Any], where: str = "config") -> dict[str, dic
             )
         else:
             raise ConfigError(
-                f"{where}: unknown key {name!r}; sections: {', '.join(SECTION_NAMES)} "
-                f"(or the old flat keys: {', '.join(sorted(keys))})"
+                f"{where}: unknown key {name!r}{did_you_mean(name, [*SECTION_NAMES, *keys])}; "
+                f"sections: {', '.join(SECTION_NAMES)} (or the old flat keys: "
+                f"{', '.join(sorted(keys))})"
             )
     return out
 

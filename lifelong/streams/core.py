@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
-from lifelong.options import PositiveInt
+from lifelong.options import PositiveInt, did_you_mean
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +315,8 @@ def resolve_order(
         if unknown:
             raise UnknownNameError(
                 f"unknown {family}dataset{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(unknown)}; expected names from {', '.join(sorted(datasets))}"
+                f"{', '.join(unknown)}{did_you_mean(unknown[0], datasets)}; expected names from "
+                f"{', '.join(sorted(datasets))}"
             )
         if len(set(tasks)) != len(tasks):
             raise ValueError(f"a dataset appears twice in {list(tasks)}")
@@ -323,7 +324,8 @@ def resolve_order(
     order = order or "i"
     if order not in orders:
         raise UnknownNameError(
-            f"unknown {family}order {order!r}; expected one of {', '.join(sorted(orders))}"
+            f"unknown {family}order {order!r}{did_you_mean(order, orders)}; expected one of "
+            f"{', '.join(sorted(orders))}"
         )
     return orders[order]
 

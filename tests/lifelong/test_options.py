@@ -26,7 +26,9 @@ def test_strings_are_converted_by_type():
 
 
 def test_unknown_key_names_it_and_the_valid_ones():
-    with pytest.raises(OptionsError, match=r"unknown option 'step'; valid options: cap, fast"):
+    with pytest.raises(
+        OptionsError, match=r"unknown option 'step' \(did you mean 'steps'\?\); valid options: cap"
+    ):
         parse_options(Opts, {"step": 1}, owner="strategy 'x'")
 
 

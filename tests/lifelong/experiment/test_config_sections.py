@@ -165,7 +165,10 @@ def test_python_builds_a_config_from_sections_names_or_mappings():
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"training": {"lr": 1e-4, "order": "i"}}, "unknown key 'training.order'; the training"),
+        (
+            {"training": {"lr": 1e-4, "order": "i"}},
+            r"unknown key 'training.order' \(it belongs in the stream section: stream.order\)",
+        ),
         ({"training": 0.1}, "section 'training' must be a mapping"),
         ({"lr": 1e-4, "training": {"lr": 1e-3}}, "key 'training.lr' is given twice"),
         ({"encoder": {"name": "tiny", "lr": 1}}, "unknown key 'encoder.lr'"),

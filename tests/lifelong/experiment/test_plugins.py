@@ -77,7 +77,9 @@ def test_unknown_plugin_option_is_an_error(installed_plugin, tmp_path, capsys):
     )
     assert code == 2
     err = capsys.readouterr().err
-    assert "unknown option 'mixx'; valid options: capacity, max_grad_norm, mix" in err
+    assert (
+        "unknown option 'mixx' (did you mean 'mix'?); valid options: capacity, max_grad_norm" in err
+    )
 
 
 def test_in_process_registration(task):

@@ -88,7 +88,10 @@ def test_data_dir_flag_replaces_every_points_data_dir(tmp_path, capsys):
     [
         ({"colour": 1}, "unknown key 'colour'"),
         ({"strategies": ["sek"]}, "sek"),
-        ({"orders": ["v"]}, r"orders: .*key 'order': 'v' is not allowed; expected one of i, ii"),
+        (
+            {"orders": ["v"]},
+            r"orders: .*key 'order': 'v' is not allowed \(did you mean 'iv'\?\); expected one of i",
+        ),
         ({"seeds": ["x"]}, "seeds: expected integer seeds, got .x."),
         ({"seeds": [0, 0]}, "seeds: 0 is listed twice"),
         ({"seeds": [2**32]}, r"seeds: .*key .seed.: 4294967296 is not allowed"),

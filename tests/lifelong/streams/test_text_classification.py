@@ -195,7 +195,9 @@ def test_preprocess_option_reaches_the_stream(tmp_path):
 def test_unknown_names_are_errors():
     with pytest.raises(UnknownNameError, match="unknown dataset imdb; expected names from ag_news"):
         TextSpec(tasks=("imdb",)).check()
-    with pytest.raises(UnknownNameError, match="unknown order 'v'; expected one of i, ii"):
+    with pytest.raises(
+        UnknownNameError, match=r"unknown order 'v' \(did you mean 'iv'\?\); expected one of i, ii"
+    ):
         TextSpec(order="v").check()
     assert "'" not in str(UnknownNameError("x"))  # a ValueError: no KeyError quoting
 

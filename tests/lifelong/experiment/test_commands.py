@@ -1,0 +1,65 @@
+"""The command line helps a newcomer: every command listed, a version, examples, and a mistyped
+name answered with the name meant (issue 64: commands)."""
+
+import re
+
+import pytest
+
+from lifelong import registry
+from lifelong.encoders.names import EncoderError, check_encoder_name
+from lifelong.experiment.cli import build_parser, main
+from lifelong.experiment.config import ConfigError, from_dict
+from lifelong.options import OptionsError, did_you_mean
+from lifelong.streams import UnknownNameError, text_classification_stream
+
+
+def test_help_lists_every_command_with_examples_and_no_markup(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert set(commands) == {"run", "sweep", "report", "strategies", "encoders", "lm"}
+    for name in commands:
+        assert re.search(rf"^    {name}\b", text, re.M), name
+    assert "examples:" in text and "lifelong run --strategy mbpa++" in text
+    assert "``" not in text and "lazy" not in text
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert re.fullmatch(r"lifelong \d+\.\d+\.\d+\S*\n", capsys.readouterr().out)
+
+
+def test_did_you_mean_names_the_closest_choice_or_nothing():
+    assert did_you_mean("replya", ["replay", "seq"]) == " (did you mean 'replay'?)"
+    assert did_you_mean("zzz", ["replay", "seq"]) == ""
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ({"training": {"max_length": 64}}, "it belongs in the task section: task.max_length"),
+        ({"stream": {"name": "text", "lr": 1e-4}}, "it belongs in the training section"),
+        ({"trainning": {"lr": 1e-4}}, "unknown key 'trainning' (did you mean 'training'?)"),
+        ({"training": {"lrr": 1e-4}}, "unknown key 'training.lrr' (did you mean 'lr'?)"),
+        ({"stream": {"order": "iii2"}}, "'iii2' is not allowed (did you mean 'iii'?)"),
+        ({"encoder": {"pooling": "pooled"}}, "(did you mean 'pooler'?)"),
+    ],
+)
+def test_a_misplaced_or_mistyped_config_key_is_named_with_its_place(values, said):
+    with pytest.raises(ConfigError) as caught:
+        from_dict(values)
+    assert said in str(caught.value)
+
+
+def test_mistyped_names_are_answered_with_the_name_meant(monkeypatch):
+    with pytest.raises(registry.UnknownStrategyError, match=r"\(did you mean 'replay'\?\)"):
+        registry.get("replya")
+    with pytest.raises(OptionsError, match=r"\(did you mean 'replay_every'\?\)"):
+        registry.parse("mbpa++", {"replay_evry": 3})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EncoderError, match=r"\(did you mean 'memformer'\?\)"):
+        check_encoder_name("memformr")
+    with pytest.raises(UnknownNameError, match=r"\(did you mean 'ag_news'\?\)"):
+        text_classification_stream("i", tasks=("ag_new",))
