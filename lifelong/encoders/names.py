@@ -334,7 +334,7 @@ def check_encoder_name(name: str) -> None:
         raise EncoderError(
             f"encoder {name!r}{did_you_mean(name, offline_names())}: not a built-in name, not "
             "a local directory, and not in the Hugging Face cache, which is all offline mode "
-            "(HF_HUB_OFFLINE=1) can read; "
+            "(HF_HUB_OFFLINE=1; lifelong's default, --online to download) can read; "
             f"offline choices: {alternatives()}"
         )
 

@@ -7,12 +7,14 @@ command needs them, so ``lifelong --help`` answers at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
+import os
 import sys
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from lifelong import registry
@@ -78,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"lifelong {version()}")
+    parser.add_argument(
+        "--online",
+        action="store_true",
+        help="let the command reach the Hugging Face hub (models, datasets); without it, or "
+        f"{ONLINE_VARIABLE}=1, commands run offline, so a mistyped name fails in seconds",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser(
@@ -535,16 +543,42 @@ INPUT_ERRORS: tuple[type[BaseException], ...] = (
 """What the command reports as bad input (exit 2): one line naming the key, file or row."""
 
 
+ONLINE_VARIABLE = "LIFELONG_ONLINE"
+"""Set to 1, the same as ``lifelong --online``."""
+
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+"""What the Hugging Face libraries read to stay offline (set unless the command is online)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``lifelong`` command (exit codes: the ``EXIT_*`` constants)."""
+    """Entry point of the ``lifelong`` command (exit codes: the ``EXIT_*`` constants).
+
+    Commands run offline unless ``--online`` (or ``LIFELONG_ONLINE=1``): the Hugging Face
+    libraries' offline variables are set for the command's span (and its worker processes),
+    so a name that is neither built in, local nor cached fails at once instead of after the
+    hub's retries; a variable the user set is kept.
+    """
     handler = _console_logging()
     try:
         args = build_parser().parse_args(
             attach_signed_values(sys.argv[1:] if argv is None else argv)
         )
-        return _dispatch(args)
+        with _offline_unless(args.online or os.environ.get(ONLINE_VARIABLE) == "1"):
+            return _dispatch(args)
     finally:
         logging.getLogger().removeHandler(handler)
+
+
+@contextlib.contextmanager
+def _offline_unless(online: bool) -> Iterator[None]:
+    """The Hugging Face offline variables set (where unset) for the block, unless ``online``."""
+    added = [] if online else [v for v in OFFLINE_VARIABLES if v not in os.environ]
+    os.environ.update(dict.fromkeys(added, "1"))
+    try:
+        yield
+    finally:
+        for variable in added:
+            os.environ.pop(variable, None)
 
 
 def attach_signed_values(argv: Sequence[str]) -> list[str]:

@@ -1,6 +1,7 @@
 """The command line helps a newcomer: every command listed, a version, examples, and a mistyped
 name answered with the name meant (issue 64: commands)."""
 
+import os
 import re
 
 import pytest
@@ -63,3 +64,21 @@ def test_mistyped_names_are_answered_with_the_name_meant(monkeypatch):
         check_encoder_name("memformr")
     with pytest.raises(UnknownNameError, match=r"\(did you mean 'ag_news'\?\)"):
         text_classification_stream("i", tasks=("ag_new",))
+
+
+def test_commands_run_offline_unless_asked_so_a_mistyped_name_fails_at_once(
+    tmp_path, monkeypatch, capsys
+):
+    from lifelong.experiment import cli
+
+    for variable in (*cli.OFFLINE_VARIABLES, cli.ONLINE_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+    argv = ["run", "--encoder", "bert-nope", "--output-dir", str(tmp_path / "runs")]
+    assert main(argv) == 2
+    assert "--online to download" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+    assert not any(v in os.environ for v in cli.OFFLINE_VARIABLES)  # restored
+    with cli._offline_unless(online=False):
+        assert all(os.environ[v] == "1" for v in cli.OFFLINE_VARIABLES)
+    with cli._offline_unless(online=True):
+        assert not any(v in os.environ for v in cli.OFFLINE_VARIABLES)
