@@ -57,6 +57,32 @@ EXAMPLES = """examples:
 `lifelong COMMAND --help` describes each command and its flags."""
 
 
+COMMAND_EXAMPLES = {
+    "run": """examples:
+  lifelong run                                        the demo (bundled sample, order i, MiniLM)
+  lifelong run --strategy mbpa++ -o adapt_scope=head  a strategy and one of its options
+  lifelong run --config my_run.yaml --lr 3e-5         a YAML config, a flag on top
+  lifelong run --stream qa --order ii                 the QA sample in paper order ii
+  lifelong run --resume runs/DIR                      continue a killed run""",
+    "sweep": """examples:
+  lifelong sweep experiments/smoke.yaml --jobs 2
+  lifelong sweep experiments/text_classification/real_budget.yaml \\
+      --data-dir ../shared/data/text_real --strategies replay,mbpa++ --seeds 0""",
+    "report": """examples:
+  lifelong report runs/smoke                              tables and plots of a sweep
+  lifelong report results/real_budget/text --compare replay,seq
+  lifelong report results/real_budget/fewrel --claims fewrel""",
+    "strategies": """example:
+  lifelong strategies        name and one line per registered strategy (plug-ins included)""",
+    "encoders": """example:
+  lifelong encoders          name, family, memory kind and one line per encoder""",
+    "lm": """examples:
+  lifelong lm --modules transformer,transformer-xl --steps 200
+  lifelong lm --modules memformer --segments 4 --segment-length 64""",
+}
+"""Each command's ``--help`` examples (checked to parse by the tests)."""
+
+
 def version() -> str:
     """The installed package's version (the source tree's when it is not installed)."""
     from importlib.metadata import PackageNotFoundError
@@ -93,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="train a strategy on a task stream and print the accuracy matrix and metrics",
         description="With no arguments, runs the embedded demo: the bundled sample of the five "
         "text-classification datasets in order i with the offline MiniLM encoder.",
+        epilog=COMMAND_EXAMPLES["run"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
         "--config", type=given_text, help=f"YAML run config (default: the demo, {DEMO_CONFIG.name})"
@@ -125,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a grid of strategies x orders x seeds, skipping finished runs",
         description="Runs every grid point of a sweep file (see lifelong.sweep); finished runs "
         "are skipped and interrupted ones resumed, so the command can simply be run again.",
+        epilog=COMMAND_EXAMPLES["sweep"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sweep.add_argument("config", type=given_text, help="sweep YAML (e.g. experiments/smoke.yaml)")
     sweep.add_argument(
@@ -159,12 +189,22 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser(
         "report",
         help="forgetting/transfer tables (Markdown, LaTeX, CSV) and plots from run directories",
+        epilog=COMMAND_EXAMPLES["report"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_report_arguments(report)
 
-    sub.add_parser("strategies", help="list registered strategies")
     sub.add_parser(
-        "encoders", help="list the built-in encoders: name, family, memory kind, one line each"
+        "strategies",
+        help="list registered strategies",
+        epilog=COMMAND_EXAMPLES["strategies"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub.add_parser(
+        "encoders",
+        help="list the built-in encoders: name, family, memory kind, one line each",
+        epilog=COMMAND_EXAMPLES["encoders"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     from lifelong.lm.flags import add_arguments as add_lm_arguments
 
@@ -174,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Trains each module with the same budget on a UTF-8 text (default: Tiny "
         "Shakespeare, nanoGPT's split and CPU recipe) and prints validation bits per "
         "character, parameters, tokens/s, training memory and datastore size.",
+        epilog=COMMAND_EXAMPLES["lm"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_lm_arguments(lm)
     return parser

@@ -82,3 +82,26 @@ def test_commands_run_offline_unless_asked_so_a_mistyped_name_fails_at_once(
         assert all(os.environ[v] == "1" for v in cli.OFFLINE_VARIABLES)
     with cli._offline_unless(online=True):
         assert not any(v in os.environ for v in cli.OFFLINE_VARIABLES)
+
+
+def example_commands(text: str) -> list[list[str]]:
+    """The commands of an examples epilog (a description follows two spaces; ``\\`` joins)."""
+    import shlex
+
+    joined = text.replace("\\\n", " ")
+    lines = [line.strip() for line in joined.splitlines() if line.strip().startswith("lifelong ")]
+    return [shlex.split(re.split(r"\s{2,}", line)[0]) for line in lines]
+
+
+def test_every_command_has_examples_that_parse():
+    from lifelong.experiment.cli import COMMAND_EXAMPLES, EXAMPLES
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert set(COMMAND_EXAMPLES) == set(commands)
+    for name, parser in commands.items():
+        assert parser.epilog == COMMAND_EXAMPLES[name]
+    for text in (EXAMPLES, *COMMAND_EXAMPLES.values()):
+        for words in example_commands(text):
+            if "|" in words:  # two commands on one line
+                continue
+            build_parser().parse_args(words[1:])  # SystemExit on a flag that does not exist
