@@ -96,6 +96,15 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Inter
     return Interval(mean, std, mean - half, mean + half, n)
 
 
+BOOTSTRAP_MIN_PAIRS = 10
+"""Fewer paired runs than this, and a percentile bootstrap's interval is too narrow to trust.
+
+The percentile interval of a mean is narrower than the t interval at small n: the resampled
+means spread with variance (n − 1)/n · s²/n, and their percentiles are the normal's, not t's
+(Efron & Tibshirani, 1993, ch. 13-14). `Comparison.describe` then reports the t interval and its
+verdict beside it."""
+
+
 def bootstrap_interval(
     values: Sequence[float],
     confidence: float = CONFIDENCE,
@@ -170,6 +179,8 @@ class Comparison:
         difference: The mean paired difference ``a − b`` with its interval.
         method: ``"t"`` or ``"bootstrap"``.
         pairs: The (order, seed) pairs both have, sorted.
+        t_difference: With ``"bootstrap"`` on fewer than `BOOTSTRAP_MIN_PAIRS` pairs: the t
+            interval of the same differences, reported beside it; else None.
 
     """
 
@@ -180,11 +191,14 @@ class Comparison:
     difference: Interval
     method: str
     pairs: tuple[tuple[str, int], ...]
+    t_difference: Interval | None = None
 
     @property
     def verdict(self) -> str:
         """``"a > b"``, ``"a < b"`` (the interval excludes zero) or ``"not resolved"``."""
-        d = self.difference
+        return self._verdict(self.difference)
+
+    def _verdict(self, d: Interval) -> str:
         if math.isnan(d.low):
             return "not resolved"
         if d.low > 0:
@@ -204,10 +218,17 @@ class Comparison:
             if not math.isnan(d.low)
             else "no interval (one pair)"
         )
-        return (
+        line = (
             f"{self.stream}: {label} {self.a} − {self.b} = {d.mean:+.1f} points, {spread}, "
             f"{d.n} paired runs: {self.verdict}"
         )
+        t = self.t_difference
+        if t is not None and not math.isnan(t.low):
+            line += (
+                f" (warning: a bootstrap over fewer than {BOOTSTRAP_MIN_PAIRS} pairs is too "
+                f"narrow; t: [{t.low:+.1f}, {t.high:+.1f}], {self._verdict(t)})"
+            )
+        return line
 
 
 def compare(
@@ -242,7 +263,12 @@ def compare(
             continue
         pairs = tuple(sorted(set(left) & set(right)))
         diffs = [left[p] - right[p] for p in pairs]
-        out.append(Comparison(s, a, b, metric, interval(diffs, method), method, pairs))
+        t = (
+            t_interval(diffs)
+            if method == "bootstrap" and len(diffs) < BOOTSTRAP_MIN_PAIRS
+            else None
+        )
+        out.append(Comparison(s, a, b, metric, interval(diffs, method), method, pairs, t))
     return out
 
 

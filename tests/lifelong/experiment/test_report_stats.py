@@ -67,6 +67,17 @@ def test_compare_pairs_runs_by_order_and_seed(runs):
         compare(runs, "mtl", "seq")
 
 
+def test_a_bootstrap_over_few_pairs_warns_and_reports_t_beside_it(runs):
+    """Issue 64: on 4 pairs a bootstrap can declare what t does not; it now says so."""
+    (boot,) = compare(runs, "replay", "seq", method="bootstrap")
+    (t,) = compare(runs, "replay", "seq")
+    assert len(boot.pairs) == 4 and boot.t_difference == t.difference
+    line = boot.describe()
+    assert "(warning: a bootstrap over fewer than 10 pairs is too narrow; t: [" in line
+    assert line.endswith(f"], {t.verdict})")
+    assert t.t_difference is None and "warning" not in t.describe()
+
+
 def test_summary_and_pairwise_tables(runs):
     summary = summary_table(runs, ["average_accuracy"])
     replay = summary.loc[("text", "replay", "average_accuracy")]
