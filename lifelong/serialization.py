@@ -1,9 +1,9 @@
 """Reading ``torch.save`` files as data only: no file `lifelong` reads can run code.
 
 A pickle can name any importable function and call it while it is read (``os.system`` among
-them), so ``torch.load(..., weights_only=False)`` runs whatever a planted ``checkpoint.pt``
-asks. Every ``torch.save`` file `lifelong` reads goes through `load_data` instead, which
-accepts data and nothing else:
+them), so torch's full unpickler runs whatever a planted ``checkpoint.pt`` asks. Every
+``torch.save`` file `lifelong` reads goes through `load_data` instead, which accepts data and
+nothing else:
 
 * tensors, and what torch's weights-only unpickler allows by default (plain containers:
   dicts, lists, tuples, sets, strings, numbers, ``None``; ``OrderedDict``; torch dtypes);

@@ -21,7 +21,7 @@ from lifelong.experiment.index import RunIndex
 from lifelong.experiment.reports import report_table
 from lifelong.experiment.runs import resume, run
 from lifelong.experiment.sweep import load_sweep, run_sweep
-from lifelong.serialization import UnsafeFileError
+from lifelong.serialization import UnsafeFileError, load_data
 from lifelong.streams import text_classification_stream
 
 REPO = Path(__file__).resolve().parents[3]
@@ -132,7 +132,7 @@ def test_a_checkpoint_written_before_this_change_still_resumes(tmp_path):
     """A checkpoint without the trained-as record loads (it holds only data) and resumes."""
     run_dir = with_checkpoint(tmp_path)
     expected = (run_dir / "accuracy.csv").read_text()
-    payload = torch.load(run_dir / CHECKPOINT_NAME, weights_only=False)
+    payload = load_data(run_dir / CHECKPOINT_NAME)
     del payload["trained_as"], payload["stream"]
     torch.save(payload, run_dir / CHECKPOINT_NAME)
     (run_dir / "metrics.json").unlink()
@@ -146,7 +146,7 @@ def test_a_run_checkpointed_before_the_config_became_its_sections_resumes(tmp_pa
     every stream's keys (FewRel's on a text run): both still resume, to the same numbers."""
     run_dir = with_checkpoint(tmp_path)
     expected = (run_dir / "accuracy.csv").read_text()
-    payload = torch.load(run_dir / CHECKPOINT_NAME, weights_only=False)
+    payload = load_data(run_dir / CHECKPOINT_NAME)
     payload["trained_as"] |= {"fewrel_tasks": 10, "cluster_order": 0, "glove": None}
     torch.save(payload, run_dir / CHECKPOINT_NAME)
     flat = load_run_config(run_dir / "config.yaml").to_dict() | {"cluster_order": 0}
@@ -195,7 +195,7 @@ def test_what_may_change_on_resume_still_resumes(tmp_path):
 def test_an_older_checkpoint_of_another_model_is_one_line(tmp_path, capsys):
     """Without a trained-as record, a checkpoint that does not fit is refused in one line."""
     run_dir = with_checkpoint(tmp_path)
-    payload = torch.load(run_dir / CHECKPOINT_NAME, weights_only=False)
+    payload = load_data(run_dir / CHECKPOINT_NAME)
     del payload["trained_as"], payload["stream"]
     torch.save(payload, run_dir / CHECKPOINT_NAME)
     edit_config(run_dir, "strategy", "name", "mbpa++")
