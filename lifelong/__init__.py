@@ -14,10 +14,7 @@ pandas; each name below loads its module on first use (``lifelong.run``,
 * `lifelong.experiment`: run configs, runs, checkpoints, the run index, sweeps, reports, CLI.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import importlib as _importlib
 
 __version__ = "0.1.0"
 
@@ -73,7 +70,12 @@ _API: dict[str, str] = {
     "save_checkpoint": "lifelong.experiment.checkpoint",
     "RunIndex": "lifelong.experiment.index",
     "RunRecord": "lifelong.experiment.rundir",
+    "RunOutcome": "lifelong.experiment.runs",
     "find_runs": "lifelong.experiment.rundir",
+    "load_run": "lifelong.experiment.rundir",
+    "load_model": "lifelong.experiment.saved",
+    "SavedModel": "lifelong.experiment.saved",
+    "grid": "lifelong.experiment.sweep",
     "report_table": "lifelong.experiment.reports",
     "write_report": "lifelong.experiment.reports",
     # streams (data)
@@ -88,15 +90,16 @@ _API: dict[str, str] = {
 __all__ = sorted([*_API, "registry"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "registry":
-        return importlib.import_module("lifelong.registry")
+        return _importlib.import_module("lifelong.registry")
     if name in _API:
-        value = getattr(importlib.import_module(_API[name]), name)
+        value = getattr(_importlib.import_module(_API[name]), name)
         globals()[name] = value  # later lookups skip this function
         return value
     raise AttributeError(f"module 'lifelong' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    """The public API only (`__all__` and the version), as a notebook's completion shows it."""
+    return sorted([*__all__, "__version__"])

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -19,6 +19,9 @@ from lifelong.runtime import CPU, Runtime
 from lifelong.strategy import Strategy, require_hooks
 from lifelong.streams.core import Example, TaskStream, batches
 from lifelong.tasks import TaskKind
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +185,31 @@ class StreamResult:
             return None
         return pooled_accuracy(self.accuracy, self.test_sizes, row)
 
+    def to_frame(self, metric: str | None = None) -> pd.DataFrame:
+        """The matrix as a table: the untrained row (``before``), then one row per task.
+
+        Args:
+            metric: ``None`` for the main metric (R); a secondary one by name
+                (``"exact_match"``), whose rows already start with the untrained one.
+
+        """
+        import pandas as pd
+
+        if metric is None or metric == self.metric:
+            rows = np.vstack([self.before[None, :], self.accuracy])
+        else:
+            rows = self.secondary[metric]
+        index = ["before"] + [f"after {n}" for n in self.task_names[: len(rows) - 1]]
+        return pd.DataFrame(rows, index=index, columns=list(self.task_names))
+
+    def __repr__(self) -> str:
+        """One line: the tasks, the metric and its final average (not the matrices)."""
+        final = f"{self.accuracy[-1].mean():.1f}" if len(self.accuracy) else "-"
+        return (
+            f"StreamResult({len(self.task_names)} tasks: {' -> '.join(self.task_names)}; "
+            f"final average {self.metric} {final}; .to_frame() for the matrix)"
+        )
+
 
 def evaluate_metrics(
     strategy: Strategy,
@@ -209,8 +237,34 @@ def evaluate_metrics(
     (local adaptation is per example), so the order changes no metric.
     """
     require_hooks(strategy)  # a few getattr calls: cheap enough for every test set
+    ordered = length_sorted(examples, kind)
+    chunks, test, predictions = _predictions(strategy, ordered, kind, batch_size, desc, progress)
+    totals = dict.fromkeys(kind.metrics, 0.0)
+    for scores, batch, chunk in zip(predictions, test, chunks, strict=True):
+        for name, value in kind.score(scores, batch, chunk).items():
+            totals[name] += value
+    return {name: 100.0 * value / len(examples) for name, value in totals.items()}
+
+
+def _predictions(
+    strategy: Strategy,
+    examples: Sequence[Example],
+    kind: TaskKind,
+    batch_size: int,
+    desc: str,
+    progress: bool,
+) -> tuple[list[list[Example]], list[Any], list[Any]]:
+    """The strategy's scores on ``examples`` (already in evaluation order), batch by batch.
+
+    Returns:
+        The chunks of examples, their batches and the scores of each batch.
+
+    Raises:
+        DivergenceError: A score is not finite.
+
+    """
     bar = tqdm(total=len(examples), desc=desc, unit="ex", leave=False, disable=not progress)
-    chunks = list(batches(length_sorted(examples, kind), batch_size))
+    chunks = list(batches(examples, batch_size))
     test = [kind(chunk) for chunk in chunks]
     predictions = strategy.predict_set(test)
     if predictions is not None:
@@ -222,11 +276,38 @@ def evaluate_metrics(
             bar.update(len(chunk))
     bar.close()
     _check_finite_scores(predictions, desc)
-    totals = dict.fromkeys(kind.metrics, 0.0)
-    for scores, batch, chunk in zip(predictions, test, chunks, strict=True):
-        for name, value in kind.score(scores, batch, chunk).items():
-            totals[name] += value
-    return {name: 100.0 * value / len(examples) for name, value in totals.items()}
+    return chunks, test, predictions
+
+
+def predict_labels(
+    strategy: Strategy, examples: Sequence[Example], kind: TaskKind, *, batch_size: int = 64
+) -> np.ndarray:
+    """The label ids a classification strategy predicts for ``examples``, in their order.
+
+    As an evaluation predicts them: the evaluation hooks around one set (`on_eval_sets`), the
+    strategy's test-time behaviour included (MbPA++'s local adaptation, a meta-learner's
+    meta-test), batches cut after sorting by length.
+
+    Raises:
+        ValueError: The kind's scores are not one row of label scores per example (QA).
+
+    """
+    require_hooks(strategy)
+    sizes = kind.lengths(examples)
+    order = np.arange(len(examples)) if sizes is None else np.argsort(sizes, kind="stable")
+    ordered = [examples[i] for i in order]  # as `length_sorted` orders them
+    strategy.on_eval_start()
+    strategy.on_eval_sets([examples])
+    _, _, predictions = _predictions(strategy, ordered, kind, batch_size, "predict", False)
+    strategy.on_eval_end()
+    if not all(isinstance(p, torch.Tensor) and p.dim() == 2 for p in predictions):
+        raise ValueError("predict_labels needs one row of label scores per example")
+    scores = torch.cat(predictions)  # (n, labels), in `ordered`'s order
+    if scores.shape[0] != len(examples):
+        raise ValueError("predict_labels needs one row of label scores per example")
+    labels = np.empty(len(examples), dtype=np.int64)
+    labels[order] = scores.argmax(dim=-1).cpu().numpy()
+    return labels
 
 
 def _check_finite_scores(predictions: Sequence[Any], desc: str) -> None:

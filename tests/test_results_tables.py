@@ -48,7 +48,9 @@ DISPLAY = {
 }
 """The pages' strategy names; a registry name (the results page's) stands for itself."""
 
-LABELED = {label: key for key, label in METRIC_LABELS.items() if key in DEFAULT_METRICS}
+LABELED = {
+    label: key for key, label in METRIC_LABELS.items() if key in (*DEFAULT_METRICS, "minutes")
+}
 """Column (or row) labels of the tables that carry a summary metric, to its key."""
 
 TEXT_HEADER = "| strategy | runs | average accuracy | BWT | FWT | forgetting |"
@@ -120,7 +122,8 @@ def wider_folders() -> list[str]:
 def summary(where: str) -> pd.DataFrame:
     """`lifelong report`'s over-all-runs summary of the committed runs in ``where``."""
     stream = where.split("_")[0]  # text_top1's runs are text runs
-    return summary_table(find_runs(RESULTS / where), DEFAULT_METRICS).xs(stream, level="stream")
+    metrics = (*DEFAULT_METRICS, "minutes")  # minutes: the runs' metrics.json wall seconds / 60
+    return summary_table(find_runs(RESULTS / where), metrics).xs(stream, level="stream")
 
 
 @cache
@@ -153,7 +156,7 @@ def check_by_row(table: list[list[str]], stream: str, where: str) -> int:
     header = table[0]
     for row in table[1:]:
         name, runs_in = strategy(row[0]), folder(row[0], stream)
-        runs = int(summary(runs_in).loc[(name, DEFAULT_METRICS[0]), "n"])
+        runs = int(summary(runs_in).loc[(name, "average_accuracy"), "n"])
         assert int(row[1]) == runs, f"{where}: {row[0]} reads {row[1]} runs; committed: {runs}"
         for label, cell in zip(header, row):
             if label in LABELED:

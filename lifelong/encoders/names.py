@@ -56,6 +56,11 @@ class EncoderEntry:
     slots: int = 0
 
     @property
+    def plumbing_only(self) -> bool:
+        """Whether it is built on the random ``tiny`` BERT: for tests, its scores mean nothing."""
+        return self.bert == TINY or self.paper == "random (tests)"
+
+    @property
     def family(self) -> bool:
         """Whether it is a randomly built memory-augmented family (not on a pre-trained BERT)."""
         return self.build is not None and self.bert is None
@@ -68,9 +73,9 @@ ENCODERS: dict[str, EncoderEntry] = {
         "all-MiniLM-L6-v2 (6 layers, 384 wide), offline from PyPI",
     ),
     TINY: EncoderEntry(
-        "pre-trained",
+        "random (tests)",
         "none",
-        "a random 2-layer BERT, 128 wide (tests)",
+        "a random 2-layer BERT, 128 wide: tests the plumbing in seconds, learns nothing",
     ),
     "memoria-minilm": EncoderEntry(
         "Memoria (Park & Bak 2023)",

@@ -15,6 +15,7 @@ import sys
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from lifelong import registry
@@ -31,7 +32,7 @@ from lifelong.experiment.config import (
 )
 from lifelong.experiment.index import RunIndexError
 from lifelong.experiment.trust import LOCATION_FLAGS
-from lifelong.options import OptionsError, given_text
+from lifelong.options import OptionsError, did_you_mean, given_text
 from lifelong.streams import DataFormatError, UnknownNameError
 
 
@@ -49,6 +50,7 @@ def _positive_int(value: str) -> int:
 EXAMPLES = """examples:
   lifelong run                                   the demo: the bundled sample, order i, MiniLM
   lifelong run --strategy mbpa++ --order ii      another strategy and paper order
+  lifelong run --save-model                      keep the model; lifelong predict DIR --text T
   lifelong run --stream fewrel --encoder tiny    lifelong FewRel (tiny: plumbing checks only)
   lifelong sweep experiments/smoke.yaml          a grid, resumable; then: lifelong report runs/smoke
   lifelong report results/real_budget/text       the committed real-data table
@@ -63,6 +65,8 @@ COMMAND_EXAMPLES = {
   lifelong run --strategy mbpa++ -o adapt_scope=head  a strategy and one of its options
   lifelong run --config my_run.yaml --lr 3e-5         a YAML config, a flag on top
   lifelong run --stream qa --order ii                 the QA sample in paper order ii
+  lifelong run --config experiments/text_classification/real_budget.yaml \
+      --strategy mbpa++ --order ii                    one cell of the real-data table
   lifelong run --resume runs/DIR                      continue a killed run""",
     "sweep": """examples:
   lifelong sweep experiments/smoke.yaml --jobs 2
@@ -76,6 +80,9 @@ COMMAND_EXAMPLES = {
   lifelong strategies        name and one line per registered strategy (plug-ins included)""",
     "encoders": """example:
   lifelong encoders          name, family, memory kind and one line per encoder""",
+    "predict": """examples:
+  lifelong predict runs/DIR --text "Stocks fell as oil rose"   a run kept with --save-model
+  lifelong predict runs/DIR --file texts.txt                    one text a line""",
     "lm": """examples:
   lifelong lm --modules transformer,transformer-xl --steps 200
   lifelong lm --modules memformer --segments 4 --segment-length 64""",
@@ -96,9 +103,22 @@ def version() -> str:
         return __version__
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with "did you mean" on a mistyped choice (an order, a stream, a command)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(map(repr, action.choices))
+            raise argparse.ArgumentError(
+                action,
+                f"invalid choice: {value!r}{did_you_mean(value, action.choices)} "
+                f"(choose from {choices})",
+            )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``lifelong`` command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="lifelong",
         description="Continual learning for NLP with episodic memory: run a strategy on a task\n"
         "stream, sweep a grid, report forgetting and transfer, train memory LMs.",
@@ -123,7 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
-        "--config", type=given_text, help=f"YAML run config (default: the demo, {DEMO_CONFIG.name})"
+        "--config",
+        type=given_text,
+        help=f"YAML run config (default: the demo, {DEMO_CONFIG.name}); a sweep file gives "
+        "one cell of its grid: the run block with the per_strategy changes of --strategy, "
+        "--order, --seed (each default: the grid's first)",
     )
     run.add_argument(
         "-o",
@@ -206,6 +230,18 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=COMMAND_EXAMPLES["encoders"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    predict = sub.add_parser(
+        "predict",
+        help="label texts with a model a run kept (--save-model), its test-time behaviour included",
+        epilog=COMMAND_EXAMPLES["predict"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    predict.add_argument("model", type=given_text, help="the run directory (or its model/)")
+    predict.add_argument(
+        "--text", action="append", default=[], type=given_text, help="a text (repeatable)"
+    )
+    predict.add_argument("--file", type=given_text, help="a UTF-8 file of texts, one a line")
+    predict.add_argument("--device", default="cpu", help="where to predict (default: cpu)")
     from lifelong.lm.flags import add_arguments as add_lm_arguments
 
     lm = sub.add_parser(
@@ -294,6 +330,29 @@ def _plain_text(doc: str) -> str:
     return doc.replace("``", "").replace("`", "")
 
 
+def is_sweep_file(values: Any) -> bool:
+    """Whether a YAML mapping is a sweep file (a ``run:`` block and ``strategies:``)."""
+    return isinstance(values, Mapping) and "run" in values and "strategies" in values
+
+
+def _base_config(args: argparse.Namespace) -> RunConfig:
+    """``--config``'s run config (default: the demo); a sweep file gives one grid point.
+
+    From a sweep file (``experiments/text_classification/real_budget.yaml``): its run block,
+    the strategy, order and seed given as flags (default: the grid's first), and that
+    strategy's ``per_strategy`` changes (`Sweep.point_config`): one cell of the sweep's table.
+    """
+    if args.config is None:
+        return load_yaml(DEMO_CONFIG)
+    if not is_sweep_file(read_yaml(args.config)):
+        return load_yaml(args.config)
+    from lifelong.experiment.sweep import load_sweep
+
+    sweep = load_sweep(args.config)
+    order = getattr(args, sweep.base.order_key, None)
+    return sweep.point_config(args.strategy, None if order is None else str(order), args.seed)
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """The run config: the YAML (or the demo) with every given flag applied on top.
 
@@ -303,7 +362,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             would change nothing, so it is a mistake.
 
     """
-    config = load_yaml(args.config if args.config is not None else DEMO_CONFIG)
+    config = _base_config(args)
     keys = config_keys()
     changes: dict[str, Any] = {}
     for key in keys.values():
@@ -404,7 +463,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``lifelong run``: run, then print the matrix and the metrics table."""
-    from lifelong.experiment.runs import format_report, resume, run
+    from lifelong.experiment.runs import resume, run
 
     if args.resume is not None:
         # a checkpoint resumes anywhere, and its interval may change; the places it writes
@@ -432,7 +491,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.runs != 1:
             return _run_cluster_orders(config, args.runs)
         outcome = run(config)
-    print(format_report(outcome.result, outcome.metrics))
+    print(outcome.summary())
     print(f"\nrun directory: {outcome.run_dir}")
     return 0
 
@@ -441,7 +500,7 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
     """``--runs N`` on FewRel: one run per cluster order 0..N-1, then the mean over them."""
     import numpy as np
 
-    from lifelong.experiment.runs import format_report, run
+    from lifelong.experiment.runs import run
 
     spec = config.stream
     if not isinstance(getattr(spec, spec.order_key), int):  # named paper orders, not seeds
@@ -454,7 +513,7 @@ def _run_cluster_orders(config: RunConfig, n: int) -> int:
     for order in range(n):
         outcome = run(config.replace(**{spec.order_key: order}))
         print(f"\n== cluster order {order} ({outcome.run_dir})")
-        print(format_report(outcome.result, outcome.metrics))
+        print(outcome.summary())
         scores.append(outcome.metrics["average_accuracy"])
     print(
         f"\naverage accuracy over {n} cluster orders: {np.mean(scores):.1f} ± "
@@ -516,6 +575,24 @@ def cmd_strategies(args: argparse.Namespace) -> int:
     for name, text in described.items():
         print(f"{name:<{width}}  {text}")
     print("\navalanche:* run Avalanche's templates; they need the avalanche extra")
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    """``lifelong predict``: one ``label<TAB>text`` line per text."""
+    texts = list(args.text)
+    if args.file is not None:
+        path = Path(args.file)
+        if not path.is_file():
+            raise ConfigError(f"--file {args.file}: no such file")
+        texts += [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not texts:
+        raise ConfigError("give texts to label: --text TEXT (repeatable) or --file FILE")
+    from lifelong.experiment.saved import load_model
+
+    model = load_model(args.model, device=args.device)
+    for label, text in zip(model.predict(texts), texts, strict=True):
+        print(f"{label}\t{text}")
     return 0
 
 
@@ -659,6 +736,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "report": cmd_report,
         "strategies": cmd_strategies,
         "encoders": cmd_encoders,
+        "predict": cmd_predict,
         "lm": cmd_lm,
     }
     prefix = f"lifelong {args.command}"

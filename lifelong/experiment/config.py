@@ -43,6 +43,7 @@ import yaml
 
 from lifelong.encoders.names import (
     DEFAULT_SEGMENT_LENGTH,
+    ENCODERS,
     EncoderError,
     EncoderOptions,
     check_encoder_name,
@@ -244,6 +245,19 @@ class RunConfig:
         except ValueError as err:
             raise OptionsError(f"{err} (stream {self.stream.name!r})") from None
 
+    @classmethod
+    def demo(cls, **changes: Any) -> RunConfig:
+        """The demo config: what ``lifelong run`` runs with no ``--config`` (`DEMO_CONFIG`).
+
+        ``RunConfig()`` holds each key's own default (SEQ, the papers' learning rate 3e-5);
+        the command line starts from the demo (REPLAY, lr 1e-4, batch 16, gradients clipped
+        at 1). This is the same starting point in Python, with flat-key ``changes`` on top
+        (``RunConfig.demo(strategy="mbpa++", order="ii")`` is ``lifelong run --strategy
+        mbpa++ --order ii``).
+        """
+        config = load_yaml(DEMO_CONFIG)
+        return config.replace("RunConfig.demo", **changes) if changes else config
+
     def options_for(self, strategy: str | None = None) -> dict[str, Any]:
         """The option values given for ``strategy`` (default: the configured one)."""
         return self.strategy.options_for(strategy)
@@ -287,12 +301,7 @@ class RunConfig:
 
         The ``stream:`` section holds the chosen stream's keys only.
         """
-        flat = self.to_dict()
-        out: dict[str, dict[str, Any]] = {name: {} for name in SECTION_NAMES}
-        for key in config_keys().values():
-            if key.name in flat:
-                out[key.section][key.field] = flat[key.name]
-        return out
+        return sections_of(self.to_dict())
 
     def replace(self, where: str = "overrides", **changes: Any) -> RunConfig:
         """A copy with ``changes`` applied: flat key names (``lr=1e-4``, `config_keys`).
@@ -318,6 +327,15 @@ class RunConfig:
                 }
             values[section] = {**values[section], **fields}
         return from_dict(values, where=where)
+
+
+def sections_of(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A flat record (`RunConfig.to_dict`) by section, as ``config.yaml`` holds it."""
+    out: dict[str, dict[str, Any]] = {name: {} for name in SECTION_NAMES}
+    for key in config_keys().values():
+        if key.name in record:
+            out[key.section][key.field] = record[key.name]
+    return out
 
 
 def _plain(value: Any) -> Any:
@@ -659,35 +677,129 @@ def load_run_config(path: str | Path) -> RunConfig:
     return from_dict(parts, where=str(path))
 
 
-def preflight(config: RunConfig) -> Any:
-    """What a run checks before it creates anything: the encoder and the device, the options.
+RESUME_MAY_CHANGE = frozenset(
+    {
+        *("device", "precision", "compile"),  # where and how fast it computes
+        *("checkpoint_every", "keep_checkpoint", "progress"),  # bookkeeping
+        *("output_dir", "run_index", "token_cache", "save_model"),  # places, what is kept
+        *("loggers", "tracking_uri", "wandb_mode", "log_group"),  # trackers
+    }
+)
+"""Run-config keys a resume may find changed: none of them changes what the run computes.
+
+Every other key (strategy and its options, stream, tasks, sizes, encoder, learning rate,
+seed, ...) is what the checkpoint was trained as, and must be as it was."""
+
+
+def trained_as_record(record: Mapping[str, Any], strategy: str) -> dict[str, Any]:
+    """What a checkpoint stores of a flat record (`RunConfig.to_dict`) it was trained as.
+
+    The keys outside `RESUME_MAY_CHANGE`; of ``strategy_options`` only ``strategy``'s entry
+    (the others are not read).
+    """
+    out = {k: v for k, v in record.items() if k not in RESUME_MAY_CHANGE}
+    out["strategy_options"] = dict(record["strategy_options"].get(strategy, {}))
+    return out
+
+
+class RunPlan(NamedTuple):
+    """A checked run config and what a run reads of it, each derived once (`plan_run`).
+
+    `lifelong.experiment.runs.run` hands each piece to the one place that reads it: the
+    record to the run index and trackers, the sections to ``config.yaml``, the options and
+    runtime to the build, ``trained_as`` to the checkpoints.
+
+    Attributes:
+        config: The config as given.
+        options: The chosen strategy's parsed options (`strategy_options`).
+        runtime: The device and precision, resolved on this machine (`runtime_of`).
+        index_path: The run index: ``tracking.run_index``, else ``<output_dir>/index.sqlite``,
+            absolute.
+        record: The flat record (`RunConfig.to_dict`) with ``run_index`` resolved: what the
+            run index and the trackers hold.
+        sections: The record by section: what the run directory's ``config.yaml`` holds.
+        trained_as: What checkpoints store of it (`trained_as_record`).
+        label: The stream's order in words (the run directory's name).
+
+    """
+
+    config: RunConfig
+    options: Any
+    runtime: Runtime
+    index_path: Path
+    record: dict[str, Any]
+    sections: dict[str, dict[str, Any]]
+    trained_as: dict[str, Any]
+    label: str
+
+
+def plan_run(config: RunConfig) -> RunPlan:
+    """Check ``config`` before a run creates anything, and derive what the run reads of it.
 
     A paper config naming ``bert-base-uncased`` or ``device: cuda`` is valid anywhere; only
     running it offline without the model in the Hugging Face cache, or on a machine without
-    that device, is refused, here, in one line. Each check reads one section.
-
-    Returns:
-        The chosen strategy's parsed options (see `strategy_options`).
+    that device, is refused, here, in one line. The config's own checks run first; then each
+    section goes once to its component (the strategy's options to the registry, the stream's
+    order label to its spec); ``output_dir`` is created last.
 
     Raises:
         ConfigError: The encoder cannot load here, ``max_length`` exceeds its positions, the
             device or precision is not available here, or a strategy option is not allowed.
 
     """
+    from lifelong import registry
+    from lifelong.experiment.index import default_index_path
+
     stream, task, encoder = config.stream, config.task, config.encoder
     strategy, training, tracking = config.strategy, config.training, config.tracking
+    index_path = Path(tracking.run_index or default_index_path(tracking.output_dir)).resolve()
+    record = {**config.to_dict(), "run_index": str(index_path)}
     try:
         check_encoder_name(encoder.name)
     except EncoderError as err:
         raise ConfigError(f"key 'encoder': {err}") from None
+    entry = ENCODERS.get(encoder.name)
+    if entry is not None and entry.plumbing_only:  # said, not warned: refusals stay one line
+        log.info(
+            "encoder %r is random (for testing the plumbing): its scores mean nothing; "
+            "--encoder minilm learns (the demo: about 85 s on 2 cores)",
+            encoder.name,
+        )
     check_lengths(encoder, task.max_length)
     check_sources(stream)
     check_tracking(tracking)
-    check_memory_index(training.memory_index, runtime_of(training).device)
-    options = strategy_options(strategy)
+    runtime = runtime_of(training)
+    check_memory_index(training.memory_index, runtime.device)
+    try:  # the strategy section, to the registry
+        options = strategy.parse()
+    except (OptionsError, registry.UnknownStrategyError) as err:
+        raise ConfigError(str(err)) from None
     check_scopes(options, encoder.name)
-    check_outputs(tracking)  # last: it creates output_dir
-    return options
+    label = stream.order_label  # the stream section, to its spec
+    check_outputs(tracking.output_dir, str(index_path))  # last: it creates output_dir
+    return RunPlan(
+        config,
+        options,
+        runtime,
+        index_path,
+        record,
+        sections_of(record),
+        trained_as_record(record, strategy.name),
+        label,
+    )
+
+
+def preflight(config: RunConfig) -> Any:
+    """What a run checks before it creates anything (`plan_run`): the strategy's options.
+
+    Returns:
+        The chosen strategy's parsed options (see `strategy_options`).
+
+    Raises:
+        ConfigError: As `plan_run`.
+
+    """
+    return plan_run(config).options
 
 
 SCOPE_OPTIONS = ("adapt_scope", "meta_scope")
@@ -765,16 +877,20 @@ def datasets_offline() -> bool:
     return flag or offline()
 
 
-def check_outputs(tracking: TrackingOptions) -> None:
+def check_outputs(output_dir: str, run_index: str | None = None) -> None:
     """``output_dir`` (and the run index's folder) exist as writable directories, or can.
+
+    Args:
+        output_dir: The ``output_dir`` key.
+        run_index: The ``run_index`` key (its folder is checked), if set.
 
     Raises:
         ConfigError: A file is in the way, or the directory cannot be created or written
             (read-only file system, permissions), naming the key, the path and the reason.
 
     """
-    index = Path(tracking.run_index).parent if tracking.run_index else None
-    for key, folder in (("output_dir", Path(tracking.output_dir)), ("run_index", index)):
+    index = Path(run_index).parent if run_index else None
+    for key, folder in (("output_dir", Path(output_dir)), ("run_index", index)):
         if folder is None:
             continue
         try:
@@ -803,11 +919,12 @@ def check_lengths(encoder: EncoderOptions, max_length: int, limit: int | None = 
         ConfigError: Naming the key, the value and the encoder's limit.
 
     """
-    if encoder.segmented:
+    if is_segmented(encoder.name):  # plain fields: the encoder section is read, not re-entered
+        segments = encoder.segment_length or DEFAULT_SEGMENT_LENGTH
         limit = segment_position_limit(encoder.name)
-        if limit is not None and encoder.segments > limit:
+        if limit is not None and segments > limit:
             raise ConfigError(
-                f"key 'segment_length': {encoder.segments} tokens per segment is above the "
+                f"key 'segment_length': {segments} tokens per segment is above the "
                 f"{limit} positions of the BERT that encoder {encoder.name!r} reads each "
                 f"segment with; use --segment-length {limit} or less"
             )

@@ -93,6 +93,26 @@ class RunRecord:
         """The tasks in training order."""
         return tuple(str(c) for c in self.accuracy.columns)
 
+    def to_frame(self) -> pd.DataFrame:
+        """R as a table (a copy of ``accuracy``): the untrained row, then one row per task."""
+        return self.accuracy.copy()
+
+    def summary(self) -> str:
+        """What ``lifelong run`` printed for it: the matrices and the metrics."""
+        from lifelong.experiment.summary import format_report
+
+        return format_report(read_result(self.run_dir), self.metrics, stream=self.stream)
+
+    def __repr__(self) -> str:
+        """One line: what ran, its headline, where (not the matrix)."""
+        value = self.metrics.get("average_accuracy")
+        shown = "-" if value is None else f"{value:.1f}"
+        return (
+            f"RunRecord({self.strategy} on {self.stream} {self.order}, seed {self.seed}: "
+            f"average {self.metrics.get('metric', 'accuracy')} {shown}; {self.run_dir}; "
+            ".summary(), .to_frame())"
+        )
+
 
 # --- finding and reading runs ---------------------------------------------------------------
 
@@ -484,7 +504,7 @@ def read_metrics(run_dir: str | Path) -> dict[str, Any]:
 def accuracy_frame(result: StreamResult, rows: np.ndarray | None = None) -> pd.DataFrame:
     """R (or ``rows``, (T + 1, T)) as a table: the untrained row, then one row per task."""
     if rows is None:
-        rows = np.vstack([result.before[None, :], result.accuracy])
+        return result.to_frame()
     index = ["before"] + [f"after {n}" for n in result.task_names]
     return pd.DataFrame(rows, index=index, columns=list(result.task_names))
 

@@ -9,18 +9,24 @@ the model and the strategy, trains, and writes the results. Each run is a row in
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import yaml
 
-from lifelong._deprecated import deprecated_alias
+from lifelong.experiment.build import (
+    BuiltRun,
+    build_model,
+    build_planned,
+    build_run,
+    cached_kind,
+    name_embedder,
+    run_encoder,
+    seeded_stream,
+)
 from lifelong.experiment.checkpoint import (
     CHECKPOINT_NAME,
     Checkpoint,
@@ -33,21 +39,20 @@ from lifelong.experiment.checkpoint import (
 from lifelong.experiment.config import (
     ConfigError,
     RunConfig,
-    check_lengths,
+    RunPlan,
     load_run_config,
-    preflight,
-    runtime_of,
+    plan_run,
 )
-from lifelong.experiment.index import RunIndex, default_index_path
+from lifelong.experiment.index import RunIndex
 from lifelong.experiment.lock import hold
 from lifelong.experiment.rundir import (
-    accuracy_frame,
     is_finished,
     path_part,
     read_metrics,
     read_result,
     write_results,
 )
+from lifelong.experiment.summary import POOLED_STREAMS, format_report
 from lifelong.experiment.trackers import RunInfo, tracking
 from lifelong.experiment.trust import (
     check_locations,
@@ -55,23 +60,16 @@ from lifelong.experiment.trust import (
     check_trained_as,
     record_given_stream,
     stream_fingerprint,
-    trained_as,
 )
 from lifelong.files import atomic_write_text
 from lifelong.metrics import SEQUENTIAL_METRICS, summary
-from lifelong.streams.registry import build_stream
 
 if TYPE_CHECKING:
-    from torch import nn
+    import pandas as pd
 
-    from lifelong.encoders.names import EncoderOptions
     from lifelong.learner import StreamResult
-    from lifelong.model import Classifier
-    from lifelong.runtime import Runtime
     from lifelong.strategy import Strategy
     from lifelong.streams.core import TaskStream
-    from lifelong.tasks import TaskKind
-    from lifelong.tasks.settings import TaskSettings
 
 log = logging.getLogger("lifelong")
 
@@ -84,6 +82,9 @@ __all__ = [
     "RunOutcome",
     "build_model",
     "build_run",
+    "cached_kind",
+    "name_embedder",
+    "run_encoder",
     "format_report",
     "is_finished",
     "resume",
@@ -93,97 +94,38 @@ __all__ = [
 
 @dataclass
 class RunOutcome:
-    """What `run` returns: the result, its metrics and where it was written."""
+    """What `run` returns: the result, its metrics and where it was written.
+
+    Attributes:
+        result: The matrices (`StreamResult`; ``to_frame()`` for R as a table).
+        metrics: What ``metrics.json`` holds.
+        run_dir: The run directory (`lifelong.load_run` reads it back).
+        stream: The stream's name (``text``, ``qa``, ``fewrel``).
+
+    """
 
     result: StreamResult
     metrics: dict[str, Any]
     run_dir: Path
+    stream: str = ""
 
+    def to_frame(self, metric: str | None = None) -> pd.DataFrame:
+        """The matrix as a table (`StreamResult.to_frame`)."""
+        return self.result.to_frame(metric)
 
-def name_embedder(encoder: EncoderOptions, seed: int = 0) -> Callable[[Sequence[str]], np.ndarray]:
-    """Embeds short texts (FewRel relation names): the encoder's mean token vector, unit norm.
+    def summary(self) -> str:
+        """What ``lifelong run`` prints: the matrices and the metrics (`format_report`)."""
+        return format_report(self.result, self.metrics, stream=self.stream)
 
-    Mean pooling over the tokens then L2 normalisation is all-MiniLM-L6-v2's own sentence
-    embedding (its sentence-transformers ``1_Pooling`` and ``Normalize`` modules), and the
-    closest an offline encoder comes to Holla et al.'s mean GloVe word vector of a name. On
-    the 80 FewRel relations it gives K-means clusters of 12, 12, 12, 11, 8, 8, 7, 5, 4 and 1
-    relations, where the raw [CLS] vector gave 41, 10, 8, 5, 5, 3, 3, 2, 2 and 1 (``--glove``
-    clusters the paper's way).
-    """
-    import torch
-
-    from lifelong.encoders import load_tokenizer, tokenizer_name
-
-    tokenizer = load_tokenizer(tokenizer_name(encoder.name))
-    model = run_encoder(encoder, seed).eval()
-
-    @torch.no_grad()
-    def embed(names: Sequence[str]) -> np.ndarray:
-        enc = tokenizer(list(names), padding=True, return_tensors="pt")
-        hidden = model(enc["input_ids"], enc["attention_mask"]).hidden  # (n, t, d)
-        mask = enc["attention_mask"][..., None].to(hidden.dtype)  # (n, t, 1)
-        mean = (hidden * mask).sum(1) / mask.sum(1)  # (n, d)
-        return torch.nn.functional.normalize(mean, dim=1).float().numpy()
-
-    return embed
-
-
-def run_encoder(encoder: EncoderOptions, seed: int = 0) -> nn.Module:
-    """The encoder the ``encoder:`` section names (memory-augmented ones segment by segment)."""
-    from lifelong.encoders import load_run_encoder
-
-    return load_run_encoder(
-        encoder.name,
-        seed=seed,
-        segment_length=encoder.segments,
-        pooling=encoder.pooling,
-        passes=encoder.document_passes,
-    )
-
-
-def build_model(
-    encoder: EncoderOptions, settings: TaskSettings, stream: TaskStream, *, seed: int = 0
-) -> tuple[Classifier, TaskKind]:
-    """The task kind the stream needs, and encoder + the kind's head trained by its loss.
-
-    The kind gives its rows segment ids (QA always, FewRel with ``segment_ids``) only when the
-    encoder has segment embeddings; the memory-augmented encoders have none, and FewRel's
-    ``segment_ids`` is refused for them (`ValueError`). ``max_length`` is checked against the
-    loaded model's positions (`check_lengths`; a `ConfigError` before any training).
-    """
-    from lifelong.encoders import load_tokenizer, tokenizer_name
-    from lifelong.encoders.base import reads_token_types
-    from lifelong.encoders.names import limit_of_config
-    from lifelong.model import Classifier
-    from lifelong.tasks import build_task
-
-    tokenizer = load_tokenizer(tokenizer_name(encoder.name))
-    model = run_encoder(encoder, seed)
-    model_config = getattr(getattr(model, "model", None), "config", None)
-    if model_config is not None:  # a hub model first downloaded now: its limit is known now
-        check_lengths(encoder, settings.max_length, limit_of_config(model_config.to_dict()))
-    settings = dataclasses.replace(settings, token_types=reads_token_types(model))
-    task = build_task(stream.kind, tokenizer, stream.label_names, settings)
-    return Classifier(model, task.head(model.hidden_size), kind=task), task
-
-
-def cached_kind(
-    task: TaskKind, settings: TaskSettings, token_cache: str, stream: TaskStream
-) -> TaskKind:
-    """``task`` serving every split of ``stream`` from token ids encoded once.
-
-    The splits are read from ``token_cache`` where an earlier run on the same data (same kind,
-    ``settings`` and tokenizer) wrote them, else tokenised now and written there
-    (`lifelong.tasks.cache`).
-    """
-    from lifelong.tasks.cache import TokenCache, kind_identity, resolve_cache_dir
-    from lifelong.tasks.prepared import prepare
-
-    settings = dataclasses.replace(settings, token_types=bool(task.token_types))
-    identity = kind_identity(task, task.tokenizer, settings)
-    cache = TokenCache(task, identity, resolve_cache_dir(token_cache))
-    cache.prepare_stream(stream)
-    return prepare(task, cache=cache)
+    def __repr__(self) -> str:
+        """One line: the tasks, the headline and where it was written."""
+        key = "pooled_accuracy" if self.stream in POOLED_STREAMS else "average_accuracy"
+        value = self.metrics.get(key)
+        shown = "-" if value is None else f"{value:.1f}"
+        return (
+            f"RunOutcome({' -> '.join(self.result.task_names)}: {key.replace('_', ' ')} "
+            f"{shown}; {self.run_dir}; .summary(), .to_frame())"
+        )
 
 
 def run(
@@ -221,17 +163,16 @@ def run(
     """
     if stream is not None:
         config = record_given_stream(config, stream)
-    options = preflight(config)  # the encoder can load, options parsed once: nothing loaded yet
-    index_path = Path(
-        config.tracking.run_index or default_index_path(config.tracking.output_dir)
-    ).resolve()
-    config = config.replace(run_index=str(index_path))
-    RunIndex(index_path)  # a broken index is refused before the run directory exists
-    run_dir = _new_run_dir(config) if run_dir is None else Path(run_dir)
+    plan = plan_run(config)  # checked, options parsed, records derived: nothing loaded yet
+    RunIndex(plan.index_path)  # a broken index is refused before the run directory exists
+    seeded = stream is None
+    if seeded:  # a run refused for its data leaves no directory
+        stream = seeded_stream(config.stream, config.encoder, config.training.seed)
+    run_dir = _new_run_dir(plan) if run_dir is None else Path(run_dir)
     with hold(run_dir):  # one writer per run directory (RunLockedError names the holder)
-        text = yaml.safe_dump(config.to_sections(), sort_keys=False)
+        text = yaml.safe_dump(plan.sections, sort_keys=False)
         atomic_write_text(run_dir / "config.yaml", text)
-        return _execute(_Job(config, run_dir, stream, options, checkpoint=None))
+        return _execute(_Job(plan, run_dir, stream, checkpoint=None, seeded=seeded))
 
 
 def resume(
@@ -332,17 +273,18 @@ def _resume_held(
             "the checkpoint predates recording what it was trained as: config.yaml is "
             "taken as it is",
         )
-    options = preflight(config)
+    plan = plan_run(config)
     remove_stale_temporaries(run_dir)
     if not has_checkpoint and is_finished(run_dir):
-        outcome = RunOutcome(read_result(run_dir), read_metrics(run_dir), run_dir)
-        index = _open_index(config)
+        result, metrics = read_result(run_dir), read_metrics(run_dir)
+        outcome = RunOutcome(result, metrics, run_dir, config.stream.name)
+        index = RunIndex(plan.index_path)
         if (row := index.get(run_dir)) is None or row["status"] != "finished":
-            index.start(run_dir, config.to_dict())
+            index.start(run_dir, plan.record)
             index.finish(run_dir, outcome.metrics)
         return outcome
     notes += _record_bookkeeping(run_dir, stored, config)
-    return _execute(_Job(config, run_dir, stream, options, checkpoint, notes))
+    return _execute(_Job(plan, run_dir, stream, checkpoint, notes))
 
 
 def _record_bookkeeping(run_dir: Path, stored: RunConfig, config: RunConfig) -> tuple[str, ...]:
@@ -366,25 +308,25 @@ def _record_bookkeeping(run_dir: Path, stored: RunConfig, config: RunConfig) -> 
 class _Job:
     """What one run (or resumed run) is made of."""
 
-    config: RunConfig
+    plan: RunPlan  # the checked config and what the run reads of it
     run_dir: Path
     stream: TaskStream | None  # prebuilt, or None to build from the config
-    options: Any  # the strategy's parsed options
     checkpoint: Checkpoint | None  # where to resume from, if anywhere
     notes: tuple[str, ...] = ()  # lines for the run's log.txt, logged once it is attached
+    seeded: bool = False  # stream built by `seeded_stream`, nothing drawn since
 
 
 def _execute(job: _Job) -> RunOutcome:
-    config, run_dir = job.config, job.run_dir
-    index = _open_index(config)
+    plan, run_dir = job.plan, job.run_dir
+    index = RunIndex(plan.index_path)
     handler = _attach_log(run_dir / "log.txt")
     for note in job.notes:
         log.info("%s", note)
-    index.start(run_dir, config.to_dict())
+    index.start(run_dir, plan.record)
     try:
         outcome = _train(job)
         index.finish(run_dir, outcome.metrics)
-        if not config.training.keep_checkpoint:
+        if not plan.config.training.keep_checkpoint:
             (run_dir / CHECKPOINT_NAME).unlink(missing_ok=True)
         log.info("run written to %s", run_dir)
         return outcome
@@ -407,101 +349,14 @@ def _execute(job: _Job) -> RunOutcome:
         handler.close()
 
 
-class BuiltRun(NamedTuple):
-    """What a run of a config trains, built as `run` builds it, before any training.
-
-    Attributes:
-        stream: The task stream.
-        kind: The task kind on the run's device, serving token ids from the token cache
-            (``task`` is its deprecated name).
-        strategy: The strategy, holding the model.
-        runtime: The run's device and precision (``eval_batch_size``, ``prefetch``).
-
-    """
-
-    stream: TaskStream
-    kind: TaskKind
-    strategy: Strategy
-    runtime: Runtime
-
-    @property
-    def task(self) -> TaskKind:
-        """Deprecated alias of `kind` ("task" names a stream's task; this is its kind)."""
-        deprecated_alias("BuiltRun.task", "BuiltRun.kind")
-        return self.kind
-
-
-def build_run(
-    config: RunConfig, *, stream: TaskStream | None = None, options: Any = None
-) -> BuiltRun:
-    """Build the stream, task kind, model and strategy of ``config``, seeded as `run` seeds them.
-
-    `run` trains what this builds (`lifelong.learner.run_stream`) and writes the run directory;
-    a probe or a notebook that inspects the trained strategy afterwards (its memory, its local
-    adaptation) builds it here and calls ``run_stream`` itself::
-
-        built = build_run(config)
-        result = run_stream(built.stream, built.strategy, built.kind,
-                            batch_size=config.training.batch_size, seed=config.training.seed,
-                            runtime=built.runtime)
-
-    Args:
-        config: The run configuration.
-        stream: A prebuilt stream (otherwise built from ``config``).
-        options: The strategy's parsed options (default: `preflight` checks ``config`` first).
-
-    Returns:
-        The stream, the task kind, the strategy and the runtime.
-
-    Raises:
-        ConfigError: As `preflight`, when ``options`` is not given.
-
-    """
-    from lifelong import registry
-    from lifelong.runtime import compile_module
-    from lifelong.strategy import StrategyContext
-    from lifelong.tasks.prepared import on_device
-    from lifelong.training import seed_everything
-
-    if options is None:
-        options = preflight(config)
-    spec, settings, encoder = config.stream, config.task, config.encoder  # only here: all
-    choice, training = config.strategy, config.training
-    seed = training.seed
-    seed_everything(seed)
-    embed = lambda names: name_embedder(encoder, seed)(names)  # noqa: E731 (loads it if called)
-    if stream is None:
-        stream = build_stream(spec, seed=seed, embed=embed)
-    log.info("stream: %s", stream.description or ", ".join(stream.task_names))
-    runtime = runtime_of(training)
-    log.info("runtime: %s", runtime.describe())
-    model, task = build_model(encoder, settings, stream, seed=seed)
-    model.to(runtime.device)
-    if training.compile:  # in place: parameter names and checkpoints stay the same
-        compile_module(model.encoder)
-        log.info("encoder compiled (torch.compile, dynamic shapes; eager under torch.func)")
-    task = on_device(cached_kind(task, settings, training.token_cache, stream), runtime.device)
-    context = StrategyContext(
-        model,
-        task,
-        lr=training.lr,
-        batch_size=training.batch_size,
-        seed=seed,
-        runtime=runtime,
-        memory_index=training.memory_index,
-    )
-    strategy: Strategy = registry.build(choice.name, context, options)
-    log.info("strategy %s with %s", choice.name, options)
-    return BuiltRun(stream, task, strategy, runtime)
-
-
 def _train(job: _Job) -> RunOutcome:
     from lifelong.learner import run_stream
 
-    config, checkpoint = job.config, job.checkpoint
-    training, tracked = config.training, config.tracking
+    plan, checkpoint = job.plan, job.checkpoint
+    training, tracked = plan.config.training, plan.config.tracking
     seed = training.seed
-    stream, task, strategy, runtime = build_run(config, stream=job.stream, options=job.options)
+    built = build_planned(plan, stream=job.stream, seeded=job.seeded)
+    stream, task, strategy, runtime = built.stream, built.kind, built.strategy, built.runtime
     digest = stream_fingerprint(stream)
     start = None
     if checkpoint is not None:
@@ -513,7 +368,7 @@ def _train(job: _Job) -> RunOutcome:
         log.info("resumed at task %d, mini-batch %d", start.task, start.step)
     info = RunInfo(
         job.run_dir,
-        config.to_dict(),
+        plan.record,
         tracked.log_group,
         tracked.tracking_uri,
         tracked.wandb_mode,
@@ -526,7 +381,7 @@ def _train(job: _Job) -> RunOutcome:
             training.checkpoint_every,
             seconds_before=0.0 if start is None else start.seconds,
             cpu_seconds_before=0.0 if start is None else start.cpu_seconds,
-            trained_as=trained_as(config),
+            trained_as=plan.trained_as,
             stream=digest,
         )
         result = run_stream(
@@ -556,10 +411,14 @@ def _train(job: _Job) -> RunOutcome:
             "device": runtime.describe().split(",")[0],
             "precision": runtime.precision,
         }
-        write_results(job.run_dir, config.to_sections(), result, metrics)
+        write_results(job.run_dir, plan.sections, result, metrics)
+        if tracked.save_model:
+            from lifelong.experiment.saved import save_model
+
+            log.info("model kept in %s", save_model(job.run_dir, plan, built, result, metrics))
         if trackers is not None:
             trackers.finish(metrics, run_artifacts(job.run_dir))
-    return RunOutcome(result, metrics, job.run_dir)
+    return RunOutcome(result, metrics, job.run_dir, plan.config.stream.name)
 
 
 def _restore(strategy: Strategy, checkpoint: Checkpoint, where: str) -> None:
@@ -655,60 +514,12 @@ def run_metrics(
     return metrics
 
 
-def _open_index(config: RunConfig) -> RunIndex:
-    return RunIndex(config.tracking.run_index or default_index_path(config.tracking.output_dir))
-
-
-METRIC_LABELS = {"accuracy": "Accuracy", "f1": "F1", "exact_match": "Exact match"}
-
-
-def format_report(result: StreamResult, metrics: dict[str, Any]) -> str:
-    """The matrices (accuracy, or F1 and exact match for QA) and the metrics table as text."""
-    matrices = [(result.metric, accuracy_frame(result))] + [
-        (name, accuracy_frame(result, rows)) for name, rows in result.secondary.items()
-    ]
-    text = "\n\n".join(
-        f"{METRIC_LABELS.get(name, name)} matrix (%; row = after training, column = task):\n"
-        + frame.to_string(float_format=lambda x: f"{x:6.1f}")
-        for name, frame in matrices
-    )
-    names = {
-        "pooled_accuracy": "pooled accuracy",
-        "average_accuracy": "average accuracy",
-        "bwt": "BWT",
-        "fwt": "FWT",
-        "forgetting": "forgetting",
-    }
-    table = "\n".join(f"  {label:<17}{_points(metrics[key])}" for key, label in names.items())
-    for key, value in dict(metrics.get("strategy", {})).items():
-        table += f"\n  {key:<17}{_plain_number(value)}"
-    if result.metric != "accuracy":
-        table = f"  (from the {METRIC_LABELS.get(result.metric, result.metric)} matrix)\n" + table
-    if len(result.task_names) < 2:
-        table += "\n  (BWT, FWT and forgetting need two tasks or more)"
-    elif metrics.get("joint_training"):
-        table += "\n  (joint training: every row has seen every task, so no BWT, FWT or forgetting)"
-    return f"{text}\n\nMetrics (points):\n{table}"
-
-
-def _plain_number(value: Any) -> str:
-    """A count as a count (``2500``, not ``2.5e+03``), a rate with 4 significant digits."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        return f"{value!s:>7}"
-    if float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):7d}"
-    return f"{float(value):7.4g}"
-
-
-def _points(value: float | None) -> str:
-    return f"{'n/a':>7}" if value is None else f"{value:7.1f}"
-
-
-def _new_run_dir(config: RunConfig) -> Path:
+def _new_run_dir(plan: RunPlan) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    config = plan.config
     base = (
         Path(config.tracking.output_dir)
-        / f"{stamp}_{path_part(config.strategy.name)}_{config.stream.name}-{config.order_label}"
+        / f"{stamp}_{path_part(config.strategy.name)}_{config.stream.name}-{plan.label}"
         f"_s{config.training.seed}"
     )
     base.parent.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lifelong import registry
 from lifelong.experiment.checkpoint import CHECKPOINT_NAME
@@ -62,6 +62,9 @@ from lifelong.experiment.index import RunIndex, default_index_path
 from lifelong.experiment.lock import RunLockedError, hold
 from lifelong.experiment.rundir import is_finished, path_part
 from lifelong.experiment.trust import LOCATION_FLAGS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +113,22 @@ class Sweep:
                     run_dir = self.root / f"{path_part(strategy)}_{order}_s{seed}"
                     out.append(SweepPoint(config, run_dir))
         return out
+
+    def point_config(
+        self, strategy: str | None = None, order: str | None = None, seed: int | None = None
+    ) -> RunConfig:
+        """One grid point's run config, as `points` builds it (default: the first of each axis).
+
+        ``lifelong run --config SWEEP.yaml`` runs this: the sweep's run block with the chosen
+        strategy's ``per_strategy`` changes, so one cell of a published table is one command.
+        Any strategy, order or seed may be chosen, on the grid or not.
+        """
+        strategy = strategy or self.strategies[0]
+        order = self.orders[0] if order is None else order
+        seed = self.seeds[0] if seed is None else seed
+        changes = {"strategy": strategy, self.base.order_key: order, "seed": seed}
+        config = self.base.replace(f"{self.name}: run", **changes)
+        return config.merge(self.per_strategy.get(strategy, {}), "per_strategy")
 
     def with_grid(
         self,
@@ -254,6 +273,12 @@ def validate(sweep: Sweep, *, where: str = "sweep") -> Sweep:
     stray = sorted(set(sweep.per_strategy) - set(registry.names()))
     if stray:
         raise ConfigError(f"{where}: per_strategy: {stray[0]!r} is not a registered strategy")
+    tasks = getattr(sweep.base.stream, "tasks", None)
+    if tasks and len(sweep.orders) > 1:
+        raise ConfigError(
+            f"{where}: orders {', '.join(sweep.orders)}: a task list is set "
+            f"({', '.join(tasks)}), which every order would run alike; drop tasks or give one order"
+        )
     for order in sweep.orders:
         try:
             sweep.base.replace(**{sweep.base.order_key: order})
@@ -267,6 +292,58 @@ def validate(sweep: Sweep, *, where: str = "sweep") -> Sweep:
     for strategy in sweep.strategies:
         strategy_options(sweep.base.replace(strategy=strategy).strategy)
     return sweep
+
+
+def grid(
+    config: RunConfig,
+    *,
+    strategies: Sequence[str],
+    orders: Sequence[str | int] | None = None,
+    seeds: Sequence[int] = (0,),
+    name: str = "grid",
+    jobs: int = 1,
+    metrics: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Run strategies × orders × seeds from Python and return the report's table.
+
+    The notebook form of ``lifelong sweep`` then ``lifelong report``: every point is a run
+    under ``<output_dir>/<name>/`` (a finished point is not run again), and the table is
+    `lifelong.experiment.reports.report_table` over them::
+
+        import lifelong
+        table = lifelong.grid(lifelong.RunConfig.demo(encoder="tiny", train_size=32),
+                              strategies=["seq", "replay"], orders=["i", "ii"], seeds=[0, 1])
+
+    Args:
+        config: The run config every point starts from (`RunConfig.demo` for the demo's).
+        strategies: Registered strategy names.
+        orders: The stream's orders (FewRel: cluster orders); default: the config's.
+        seeds: Seeds.
+        name: The sweep's folder under ``config.tracking.output_dir``.
+        jobs: Runs in parallel (local processes).
+        metrics: The table's rows (default: the report's: average accuracy, BWT, FWT,
+            forgetting; FewRel's pooled accuracy first).
+
+    Returns:
+        Index (stream, strategy, metric); columns (order, stat) with stat mean, std, n.
+
+    Raises:
+        ConfigError: A strategy, order or option is not allowed (before anything runs).
+        RuntimeError: A point failed (its run directory's ``log.txt`` says why).
+
+    """
+    from lifelong.experiment.reports.tables import DEFAULT_METRICS, report_table
+
+    own = orders if orders is not None else [getattr(config.stream, config.order_key)]
+    sweep = validate(
+        Sweep(name, config, tuple(strategies), tuple(str(o) for o in own), tuple(seeds)),
+        where="grid",
+    )
+    results = run_sweep(sweep, jobs=jobs)
+    failed = [r for r in results if r.error]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(results)} runs failed: {failed[0].error}")
+    return report_table(sweep.root, metrics=tuple(metrics or DEFAULT_METRICS))
 
 
 def run_sweep(

@@ -30,23 +30,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from lifelong.experiment.config import ConfigError, RunConfig, config_keys
+from lifelong.experiment.config import (
+    RESUME_MAY_CHANGE,
+    ConfigError,
+    RunConfig,
+    config_keys,
+    trained_as_record,
+)
 
 if TYPE_CHECKING:
     from lifelong.streams.core import TaskStream
-
-RESUME_MAY_CHANGE = frozenset(
-    {
-        *("device", "precision", "compile"),  # where and how fast it computes
-        *("checkpoint_every", "keep_checkpoint", "progress"),  # bookkeeping
-        *("output_dir", "run_index", "token_cache"),  # places (`check_locations`)
-        *("loggers", "tracking_uri", "wandb_mode", "log_group"),  # trackers
-    }
-)
-"""Run-config keys a resume may find changed: none of them changes what the run computes.
-
-Every other key (strategy and its options, stream, tasks, sizes, encoder, learning rate,
-seed, ...) is what the checkpoint was trained as, and must be as it was."""
 
 LOCATION_FLAGS = {
     "output_dir": "--output-dir",
@@ -62,9 +55,7 @@ def trained_as(config: RunConfig) -> dict[str, Any]:
 
     Of ``strategy_options`` only the chosen strategy's entry counts: the others are not read.
     """
-    out = {k: v for k, v in config.to_dict().items() if k not in RESUME_MAY_CHANGE}
-    out["strategy_options"] = config.options_for(config.strategy.name)
-    return out
+    return trained_as_record(config.to_dict(), config.strategy.name)
 
 
 def check_trained_as(stored: Mapping[str, Any], config: RunConfig, where: str) -> None:

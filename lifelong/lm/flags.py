@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lifelong.encoders.names import MEMORY_FAMILIES
-from lifelong.options import given_text
+from lifelong.options import did_you_mean, given_text
 
 FULL_ATTENTION = "full-attention"
 """The memory-less Transformer reading the whole window at once."""
@@ -38,7 +38,8 @@ def check_modules(names: Sequence[str]) -> list[str]:
     unknown = [n for n in names if n not in LM_MODULES]
     if unknown:
         raise ValueError(
-            f"--modules: unknown module {unknown[0]!r}; known: {', '.join(LM_MODULES)}"
+            f"--modules: unknown module {unknown[0]!r}{did_you_mean(unknown[0], LM_MODULES)}; "
+            f"known: {', '.join(LM_MODULES)}"
         )
     if not names:
         raise ValueError("--modules is empty")

@@ -38,6 +38,8 @@ class StreamSpec(Protocol):
         order_key: The key that orders its tasks (what a sweep's ``orders`` axis sets).
         headline_metric: The ``metrics.json`` key its papers compare strategies by (what
             ``lifelong report --compare`` and ``--claims`` use by default).
+        score_name: What its main metric is called in reports (``accuracy``; ``F1`` for QA,
+            whose ``average_accuracy`` key holds the average F1).
 
     """
 
@@ -45,6 +47,7 @@ class StreamSpec(Protocol):
     kind: ClassVar[str]
     order_key: ClassVar[str]
     headline_metric: ClassVar[str]
+    score_name: ClassVar[str]
     data_dir: str | None  # every family's (`SourceFields`)
     data_source: str
 
@@ -213,6 +216,13 @@ class Task:
     test: tuple[Example, ...]
     validation: tuple[Example, ...] | None = None
 
+    def __repr__(self) -> str:
+        """One line: name, label count and split sizes (not the examples)."""
+        splits = f"train={len(self.train)}, test={len(self.test)}"
+        if self.validation is not None:
+            splits += f", validation={len(self.validation)}"
+        return f"Task({self.name!r}, labels={len(self.labels)}, {splits})"
+
 
 @dataclass(frozen=True)
 class TaskStream:
@@ -262,6 +272,12 @@ class TaskStream:
 
     def __iter__(self) -> Iterator[Task]:
         return iter(self.tasks)
+
+    def __repr__(self) -> str:
+        """A few lines: kind, label space, and each task's sizes (not the examples)."""
+        head = f"TaskStream({self.kind}, {len(self.tasks)} tasks, {self.num_labels} labels"
+        head += f": {self.description})" if self.description else ")"
+        return "\n".join([head, *(f"  {task!r}" for task in self.tasks)])
 
 
 def batches(

@@ -755,6 +755,7 @@ class FewRelSpec(SourceFields):
     # one test set holding every cluster's relations (Holla et al., 2020, §4.1; the survey: "a
     # single test set"), not the mean of per-cluster accuracies
     headline_metric: ClassVar[str] = "pooled_accuracy"
+    score_name: ClassVar[str] = "accuracy"
     title: ClassVar[str] = "lifelong FewRel"
 
     fewrel_tasks: PositiveInt = PAPER_N_TASKS

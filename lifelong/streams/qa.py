@@ -692,6 +692,7 @@ class QASpec(OrderedFields):
     kind: ClassVar[str] = "qa"
     order_key: ClassVar[str] = "order"
     headline_metric: ClassVar[str] = "average_accuracy"  # the mean over datasets of their F1
+    score_name: ClassVar[str] = "F1"
     datasets: ClassVar[Collection[str]] = QA_DATASETS
     orders: ClassVar[Mapping[str, tuple[str, ...]]] = QA_ORDERS
     family: ClassVar[str] = "QA "

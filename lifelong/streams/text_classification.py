@@ -550,6 +550,7 @@ class TextSpec(OrderedFields):
     order_key: ClassVar[str] = "order"
     # the mean of the five datasets' accuracies (de Masson d'Autume et al., 2019, Table 1)
     headline_metric: ClassVar[str] = "average_accuracy"
+    score_name: ClassVar[str] = "accuracy"
     datasets: ClassVar[Collection[str]] = DATASETS
     orders: ClassVar[Mapping[str, tuple[str, ...]]] = ORDERS
     family: ClassVar[str] = ""

@@ -91,7 +91,7 @@ def test_a_bad_option_fails_before_anything_loads(tmp_path, monkeypatch, capsys)
     """``lifelong run -o adapt_scope=bogus``: no encoder, tokenizer or data is touched."""
     import lifelong.encoders.factory
     import lifelong.encoders.hf
-    import lifelong.experiment.runs
+    import lifelong.streams.text_classification
 
     def must_not_load(*args, **kwargs):
         raise AssertionError("loaded before the options were checked")
@@ -100,7 +100,7 @@ def test_a_bad_option_fails_before_anything_loads(tmp_path, monkeypatch, capsys)
         (lifelong.encoders.factory, "load_run_encoder"),
         (lifelong.encoders.hf, "load_encoder"),
         (lifelong.encoders.hf, "load_tokenizer"),
-        (lifelong.experiment.runs, "build_stream"),
+        (lifelong.streams.text_classification.TextSpec, "build"),
     ):
         monkeypatch.setattr(module, name, must_not_load)
     out = tmp_path / "runs"

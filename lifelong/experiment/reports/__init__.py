@@ -206,6 +206,15 @@ def command(args: argparse.Namespace) -> int:
     table = report_table(records, metrics=metrics)
     written = _write_report(records, table, out_dir, plots=not args.no_plots)
     print(FORMATTERS[args.format](table), end="")
+    if args.format == "markdown":  # the intervals in the terminal too; the pairs are many
+        shown = tuple(dict.fromkeys(table.index.get_level_values("metric")))
+        print("\n" + summary_markdown(summary_table(records, shown)), end="")
+        pairs = len(pairwise_table(records))
+        if pairs:
+            print(
+                f"\n{pairs} paired differences (a − b, 95% CI, verdict): "
+                f'{written["report.md"]}, section "Paired differences"'
+            )
     _note_unfinished(runs)
     print(f"\n{len(records)} runs; wrote:", file=sys.stderr)
     for path in written.values():

@@ -29,7 +29,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from lifelong.experiment.reports.tables import DEFAULT_METRICS, METRIC_LABELS, _group, _metric
+from lifelong.experiment.reports.tables import (
+    DEFAULT_METRICS,
+    _group,
+    _metric,
+    metric_label,
+    shown_metrics,
+)
 from lifelong.experiment.rundir import RunDirError, RunRecord
 from lifelong.streams.registry import STREAMS
 
@@ -151,7 +157,7 @@ def summary_table(
     """
     rows, index = [], []
     for (stream, strategy), group in _by_strategy(records).items():
-        for metric in metrics:
+        for metric in shown_metrics(stream, metrics):
             found = [(r, v) for r in group if (v := _metric(r, metric)) is not None]
             ci = t_interval([v for _, v in found])
             orders = len({r.order for r, _ in found})
@@ -210,7 +216,7 @@ class Comparison:
     def describe(self) -> str:
         """One line: the difference, its interval, the pairs and the verdict."""
         d = self.difference
-        label = METRIC_LABELS.get(self.metric, self.metric)
+        label = metric_label(self.metric, self.stream)
         if d.n == 0:
             return f"{self.stream}: {self.a} vs {self.b}: no (order, seed) in common"
         spread = (
@@ -343,7 +349,7 @@ def summary_rows(
         sub = table.xs(stream, level="stream")
         names = metrics or list(dict.fromkeys(sub.index.get_level_values("metric")))
         for strategy in dict.fromkeys(sub.index.get_level_values("strategy")):
-            cells = [_ci_cell(sub.loc[(strategy, m)]) for m in names]
+            cells = [_ci_cell(sub.loc[(strategy, m)], count=is_count(m)) for m in names]
             runs = int(sub.loc[(strategy, names[0]), "n"])
             rows.append((stream, strategy, runs, cells))
     return rows
@@ -355,7 +361,7 @@ def summary_markdown(table: pd.DataFrame) -> str:
     for stream in table.index.get_level_values("stream").unique():
         sub = table.xs(stream, level="stream")
         metrics = list(dict.fromkeys(sub.index.get_level_values("metric")))
-        header = ["strategy", "runs", *[METRIC_LABELS.get(m, m) for m in metrics]]
+        header = ["strategy", "runs", *[metric_label(m, stream) for m in metrics]]
         lines = [
             f"## {stream}: over all runs",
             "",
@@ -381,7 +387,7 @@ def pairwise_markdown(table: pd.DataFrame) -> str:
     ]
     for (stream, a, b), row in table.iterrows():
         ci = "–" if math.isnan(row["low"]) else f"[{row['low']:+.1f}, {row['high']:+.1f}]"
-        label = METRIC_LABELS.get(row["metric"], row["metric"])
+        label = metric_label(row["metric"], stream)
         lines.append(
             f"| {stream} | {label} | {a} | {b} | {row['difference']:+.1f} | {ci} "
             f"| {int(row['pairs'])} | {row['verdict']} |"
@@ -389,9 +395,17 @@ def pairwise_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ci_cell(row: pd.Series) -> str:
+def is_count(metric: str) -> bool:
+    """Whether a ``metrics.json`` key counts things (examples in memory, replays, ...)."""
+    return metric.split(".")[-1].endswith(("examples", "replays", "updates", "writes"))
+
+
+def _ci_cell(row: pd.Series, *, count: bool = False) -> str:
     if row["n"] == 0 or math.isnan(row["mean"]):
         return "–"
+    digits = 0 if count else 1  # counts as whole numbers
+    if count and row["std"] == 0 and float(row["mean"]).is_integer():  # the same in every run
+        return f"{int(row['mean'])}"
     if math.isnan(row["low"]):
-        return f"{row['mean']:.1f}"
-    return f"{row['mean']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
+        return f"{row['mean']:.{digits}f}"
+    return f"{row['mean']:.{digits}f} [{row['low']:.{digits}f}, {row['high']:.{digits}f}]"

@@ -24,6 +24,7 @@ from lifelong.experiment.rundir import (
     run_settings,
 )
 from lifelong.streams.core import CUSTOM_PREFIX
+from lifelong.streams.registry import STREAMS
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,37 @@ METRIC_LABELS = {
     "cpu_minutes": "CPU minutes per run",
 }
 """Human labels of metric keys; any other key is printed as it is."""
+
+
+def score_name(stream: str) -> str:
+    """What a stream's main metric is called: ``accuracy``, or ``F1`` for QA (its spec's)."""
+    spec = STREAMS.get(stream)
+    return spec.score_name if spec is not None else "accuracy"
+
+
+def metric_label(metric: str, stream: str | None = None) -> str:
+    """A metric key as a report names it on ``stream`` (``average_accuracy`` on QA: average F1)."""
+    label = METRIC_LABELS.get(metric, metric)
+    name = score_name(stream) if stream is not None else "accuracy"
+    return label.replace("accuracy", name) if metric in POOLED_OR_AVERAGE else label
+
+
+POOLED_OR_AVERAGE = ("pooled_accuracy", "average_accuracy")
+"""The keys that hold the stream's main metric (accuracy, or F1 on QA), pooled or averaged."""
+
+
+def shown_metrics(stream: str, metrics: Sequence[str]) -> tuple[str, ...]:
+    """``metrics`` as ``stream``'s report shows them.
+
+    The pooled accuracy is reported where it is the headline (FewRel: Holla et al. 2020
+    report the accuracy on all relations' test sentences as one); elsewhere it repeats the
+    average over tasks (equal test sets) and is shown only when asked for alone.
+    """
+    spec = STREAMS.get(stream)
+    if len(metrics) == 1 or spec is None or spec.headline_metric == "pooled_accuracy":
+        return tuple(metrics)
+    return tuple(m for m in metrics if m != "pooled_accuracy")
+
 
 STATS = ("mean", "std", "n")
 AVERAGE = "average"
@@ -96,7 +128,7 @@ def report_table(
     orders = sorted({r.order for r in records}, key=lambda o: (o.startswith(CUSTOM_PREFIX), o))
     index, rows = [], []
     for (stream, strategy), group in _group(records, lambda r: (r.stream, r.strategy)).items():
-        for metric in metrics:
+        for metric in shown_metrics(stream, metrics):
             index.append((stream, strategy, metric))
             rows.append(_table_row(group, metric, orders))
     columns = pd.MultiIndex.from_product([[*orders, AVERAGE], STATS], names=["order", "stat"])
@@ -251,10 +283,6 @@ def _format_cell(
     return f"{_number(mean, minus)} {pm} {_number(std, minus)}"
 
 
-def _label(metric: str) -> str:
-    return METRIC_LABELS.get(metric, metric)
-
-
 def _seed_counts(block: _Block) -> str:
     counts = {c[2] for _, _, cells in block.rows for c in cells[:-1] if c[2] > 0}
     low, high = min(counts, default=0), max(counts, default=0)
@@ -282,7 +310,7 @@ def to_markdown(table: pd.DataFrame) -> str:
             "",
             f"Mean ± sample standard deviation over seeds ({_seed_counts(block)} per cell); "
             f"{AVERAGE}: mean of the order means ± their standard deviation across orders. "
-            "Accuracy in %, BWT, FWT and forgetting in points.",
+            f"{score_name(block.stream).capitalize()} in %, BWT, FWT and forgetting in points.",
             "",
             _md_row(header),
             _md_row(["---", "---"] + ["---:"] * len(block.orders)),
@@ -291,7 +319,8 @@ def to_markdown(table: pd.DataFrame) -> str:
         for strategy, metric, cells in block.rows:
             shown = strategy if strategy != previous else ""
             previous = strategy
-            lines.append(_md_row([shown, _label(metric), *map(_format_cell, cells)]))
+            label = metric_label(metric, block.stream)
+            lines.append(_md_row([shown, label, *map(_format_cell, cells)]))
         sections.append("\n".join(lines))
     return "\n\n".join(sections) + "\n"
 
@@ -337,7 +366,8 @@ def _latex_block(block: _Block) -> str:
             lines.append(r"\midrule")
         texts = [_format_cell(c, pm=r"$\pm$", minus="$-$", missing="--") for c in cells]
         shown = latex_escape(strategy) if strategy != previous else ""
-        lines.append(" & ".join([shown, latex_escape(_label(metric)), *texts]) + r" \\")
+        label = latex_escape(metric_label(metric, block.stream))
+        lines.append(" & ".join([shown, label, *texts]) + r" \\")
         previous = strategy
     lines += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(lines)
@@ -361,7 +391,7 @@ def to_csv(table: pd.DataFrame) -> str:
         {
             "stream": stream,
             "strategy": strategy,
-            "metric": _label(metric),
+            "metric": metric_label(metric, stream),
             **{
                 o: _format_cell(_cell(table, (stream, strategy, metric), o), missing="")
                 for o in orders

@@ -61,6 +61,9 @@ class TrackingOptions:
         tracking_uri: MLflow's tracking URI; ``None``: ``file:<output_dir>/mlruns``.
         wandb_mode: W&B's mode; ``offline`` needs no network.
         log_group: Tracker group (W&B group, MLflow experiment); sweeps: the sweep's name.
+        save_model: Keep the trained model in the run directory's ``model/``: the strategy's
+            state (weights and episodic memory), the encoder in Hugging Face format and a model
+            card; `lifelong.load_model` and ``lifelong predict`` use it.
 
     """
 
@@ -72,6 +75,7 @@ class TrackingOptions:
         default="offline", metadata={"logger": "wandb"}
     )
     log_group: str | None = None
+    save_model: bool = False
 
     def check(self) -> None:
         """The tracker names (`check_loggers`)."""

@@ -19,7 +19,7 @@ def test_help_lists_every_command_with_examples_and_no_markup(capsys):
         main(["--help"])
     text = capsys.readouterr().out
     commands = build_parser()._subparsers._group_actions[0].choices
-    assert set(commands) == {"run", "sweep", "report", "strategies", "encoders", "lm"}
+    assert set(commands) == {"run", "sweep", "report", "strategies", "encoders", "predict", "lm"}
     for name in commands:
         assert re.search(rf"^    {name}\b", text, re.M), name
     assert "examples:" in text and "lifelong run --strategy mbpa++" in text
@@ -105,3 +105,25 @@ def test_every_command_has_examples_that_parse():
             if "|" in words:  # two commands on one line
                 continue
             build_parser().parse_args(words[1:])  # SystemExit on a flag that does not exist
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["run", "--order", "iiv"], "'iiv' (did you mean 'iv'?)"),
+        (["rn"], "'rn' (did you mean 'run'?)"),
+        (["run", "--stream", "fewrl"], "'fewrl' (did you mean 'fewrel'?)"),
+        (
+            ["lm", "--modules", "transformer-xll"],
+            "'transformer-xll' (did you mean 'transformer-xl'?)",
+        ),
+    ],
+)
+def test_a_mistyped_choice_or_lm_module_says_did_you_mean(words, said, capsys):
+    """Friction 10: orders, streams, commands and LM modules named no close choice."""
+    try:
+        code = main(words)
+    except SystemExit as exit_:  # argparse's own refusals
+        code = exit_.code
+    assert code == 2
+    assert said in capsys.readouterr().err

@@ -282,7 +282,8 @@ def _busy(evaluate):
     return busy
 
 
-def test_a_data_error_is_one_line_on_the_console_and_a_traceback_in_the_log(tmp_path, capfd):
+def test_a_data_error_is_one_line_and_leaves_no_run_directory(tmp_path, capfd):
+    """Friction 10: a bad data file left a failed run directory behind, unlike a bad flag."""
     data = tmp_path / "data" / "ag_news_csv"
     data.mkdir(parents=True)
     (data / "train.csv").write_text('"1","a","b"\n"9","c","d"\n')
@@ -295,7 +296,7 @@ def test_a_data_error_is_one_line_on_the_console_and_a_traceback_in_the_log(tmp_
     assert "Traceback" not in err
     (line,) = not_info(err)
     assert line.startswith("lifelong run: error:")
-    assert "Traceback" in (only_run_dir(out) / "log.txt").read_text()
+    assert not [p for p in out.iterdir() if p.is_dir()]  # the stream is read before the run dir
 
 
 CTRL_C = textwrap.dedent(
@@ -519,3 +520,23 @@ def test_the_metrics_block_prints_counts_as_counts():
     text = format_report(result, metrics)
     assert "memory_examples     2500" in text and "e+03" not in text
     assert "write_rate       0.01234" in text
+
+
+def test_a_task_that_moved_no_score_is_said_so_and_pooled_is_fewrels_only():
+    """Friction 8: an OML-ER FewRel run printed identical rows with nothing saying why;
+    "pooled accuracy" was printed on every stream."""
+    from lifelong.experiment.runs import format_report
+    from lifelong.learner import StreamResult
+
+    rows = np.array([[50.0, 10.0, 0.0], [50.0, 10.0, 0.0], [40.0, 30.0, 70.0]])
+    result = StreamResult(("c4", "c9", "c2"), rows, np.array([5.0, 10.0, 0.0]))
+    metrics = {"pooled_accuracy": 47.0, "average_accuracy": 46.7, "bwt": -5.0, "fwt": 1.0}
+    metrics["forgetting"] = 5.0
+    text = format_report(result, metrics, stream="fewrel")
+    assert "(after c9: every score as in the row before: the task caused no update" in text
+    assert "after c4:" not in text and "after c2:" not in text
+    assert "pooled accuracy     47.0" in text
+    assert "pooled accuracy" not in format_report(result, metrics, stream="text")
+    f1 = StreamResult(("squad",), np.array([[61.0]]), np.zeros(1), metric="f1")
+    qa = format_report(f1, {**metrics, "bwt": None, "fwt": None, "forgetting": None}, stream="qa")
+    assert "average F1" in qa and "(from the F1 matrix)" in qa

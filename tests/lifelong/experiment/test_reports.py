@@ -78,7 +78,7 @@ def test_table_mean_std_n_and_average(grid):
     assert list(table.columns.get_level_values("stat").unique()) == ["mean", "std", "n"]
     # strategies in order of first appearance (runs sorted by directory)
     assert list(table.index.get_level_values("strategy").unique()) == ["mbpa++_x", "replay"]
-    assert len(table) == 2 * 5  # two strategies x five metrics
+    assert len(table) == 2 * 4  # two strategies x four metrics (pooled accuracy: FewRel's only)
 
     row = table.loc[("text", "replay", "average_accuracy")]
     assert row[("i", "mean")] == pytest.approx(82.0)
@@ -243,8 +243,8 @@ def test_markdown(grid):
     text = to_markdown(report_table([grid]))
     assert text.startswith("## text\n")
     assert "| strategy | metric | i | ii | average |" in text
-    assert "| replay | pooled accuracy | 82.0 ± 2.8 | 71.0 ± 1.4 | 76.5 ± 7.8 |" in text
-    assert "|  | average accuracy | 82.0 ± 2.8 | 71.0 ± 1.4 | 76.5 ± 7.8 |" in text
+    assert "pooled accuracy" not in text  # it repeats the average on text (issue 64)
+    assert "| replay | average accuracy | 82.0 ± 2.8 | 71.0 ± 1.4 | 76.5 ± 7.8 |" in text
     assert "|  | BWT | -8.2 ± 0.3 |" in text  # strategy shown once per block
     assert "(2 per cell)" in text
 
@@ -253,8 +253,7 @@ def test_latex(grid):
     text = to_latex(report_table([grid]))
     for needle in (r"\begin{tabular}{llrrr}", r"\toprule", r"\midrule", r"\bottomrule"):
         assert needle in text
-    assert r"mbpa++\_x & pooled accuracy & 90.0 $\pm$ 0.0 & 87.0 $\pm$ 1.4" in text
-    assert r" & average accuracy & 90.0 $\pm$ 0.0 & 87.0 $\pm$ 1.4" in text
+    assert r"mbpa++\_x & average accuracy & 90.0 $\pm$ 0.0 & 87.0 $\pm$ 1.4" in text
     assert "$-$8.2 $\\pm$ 0.3" in text
     assert "mbpa++_x" not in text
     assert text.count(r"\begin{tabular}") == 1
@@ -276,7 +275,7 @@ def test_one_table_per_stream(tmp_path):
 def test_csv_parses_back(grid):
     frame = pd.read_csv(io.StringIO(to_csv(report_table([grid]))))
     assert list(frame.columns) == ["stream", "strategy", "metric", "i", "ii", "average"]
-    assert len(frame) == 10
+    assert len(frame) == 8
     replay = frame[(frame.strategy == "replay") & (frame.metric == "average accuracy")]
     assert replay["i"].item() == "82.0 ± 2.8"
 
@@ -350,3 +349,32 @@ def test_single_task_runs_report_no_transfer(tmp_path):
     assert table.loc[row, ("custom:ag_news", "n")] == 0  # null in metrics.json: not a seed
     assert table.loc[("text", "replay", "average_accuracy"), ("custom:ag_news", "n")] == 2
     assert "| BWT | – |" in to_markdown(table)
+
+
+def test_each_stream_names_its_metric_and_counts_print_as_counts(tmp_path):
+    """Friction 8: pooled accuracy on every stream, F1 captioned "Accuracy", 300.0 [300, 300]."""
+    from lifelong.experiment.reports.stats import summary_markdown, summary_table
+
+    for seed in (0, 1):
+        make_run(tmp_path / f"t{seed}", seed=seed, value=80.0 + seed)
+        make_run(
+            tmp_path / f"q{seed}",
+            order="i",
+            seed=seed,
+            value=60.0 + seed,
+            tasks=("squad", "quac"),
+            stream="qa",
+            max_length=384,
+        )
+        make_run(tmp_path / f"f{seed}", seed=seed, value=40.0 + seed, stream="fewrel", tasks=None)
+    records = find_runs([tmp_path])
+    for record in records:
+        record.metrics["memory_examples"] = 10000
+    text = to_markdown(report_table(records))
+    qa = text[text.index("## qa") :].split("## ")[1]
+    fewrel = text[text.index("## fewrel") :].split("## ")[1]
+    plain = text[text.index("## text") :].split("## ")[1]
+    assert "average F1" in qa and "F1 in %" in qa and "average accuracy" not in qa
+    assert "pooled accuracy" in fewrel and "pooled accuracy" not in plain + qa
+    summary = summary_markdown(summary_table(records, ("average_accuracy", "memory_examples")))
+    assert "| 10000 |" in summary and "10000.0" not in summary

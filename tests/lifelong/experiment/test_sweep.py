@@ -202,7 +202,10 @@ def test_smoke_sweep_then_report(backend, tmp_path, capsys):
     assert len(rows) == 12 and {r["status"] for r in rows} == {"finished"}
     assert main(["report", str(root)]) == 0
     table = capsys.readouterr().out
-    assert "| mbpa++ | pooled accuracy |" in table and " ± " in table
+    assert "| mbpa++ | average accuracy |" in table and " ± " in table
+    # the intervals in the terminal too (friction 8), and where the pairwise verdicts are
+    assert "## text: over all runs" in table and "95% confidence interval" in table
+    assert "paired differences (a − b, 95% CI, verdict)" in table
     plots = sorted((root / "report" / "plots").glob("*.png"))
     # a heatmap and a curve per strategy and order, and the stream's summary with CI bars
     assert len(plots) == 3 * 2 * 2 + 1
