@@ -76,6 +76,10 @@ class StreamPosition:
         cpu_seconds: The same in CPU seconds of the run's processes (all their threads,
             `time.process_time`); None when an earlier process did not count them (a
             checkpoint written before they were counted).
+        updates: Updates the strategy took on each finished task: mini-batches whose
+            ``observe`` returned statistics, plus the updates ``on_task_end`` reported; None
+            where a checkpoint written before they were counted leaves it unknown.
+        task_updates: The same so far on the task being trained.
 
     """
 
@@ -87,6 +91,8 @@ class StreamPosition:
     secondary: dict[str, list[np.ndarray]] = field(default_factory=dict)
     seconds: float = 0.0
     cpu_seconds: float | None = 0.0
+    updates: list[int | None] = field(default_factory=list)
+    task_updates: int | None = 0
 
     def global_step(self, stream: TaskStream, batch_size: int) -> int:
         """Training mini-batches observed before this position, over the whole stream."""
@@ -109,6 +115,8 @@ class StreamPosition:
             "secondary": {k: [r.tolist() for r in v] for k, v in self.secondary.items()},
             "seconds": self.seconds,
             "cpu_seconds": self.cpu_seconds,
+            "updates": list(self.updates),
+            "task_updates": self.task_updates,
         }
 
     @classmethod
@@ -127,6 +135,8 @@ class StreamPosition:
             },
             seconds=float(values.get("seconds", 0.0)),
             cpu_seconds=None if (cpu := values.get("cpu_seconds")) is None else float(cpu),
+            updates=list(values.get("updates", [None] * len(values["rows"]))),
+            task_updates=values.get("task_updates", 0 if int(values["step"]) == 0 else None),
         )
 
 
@@ -165,6 +175,8 @@ class StreamResult:
         secondary: Other metrics (QA: ``"exact_match"``), each (T + 1, T): the untrained row
             first, then one row per trained task.
         test_sizes: Test examples of each task, shape (T,) (for the pooled metric).
+        updates: Updates the strategy took on each task (`StreamPosition.updates`; None where
+            unknown), or None.
 
     """
 
@@ -174,6 +186,7 @@ class StreamResult:
     metric: str = "accuracy"
     secondary: dict[str, np.ndarray] = field(default_factory=dict)
     test_sizes: np.ndarray | None = None
+    updates: tuple[int | None, ...] | None = None
 
     def pooled(self, row: int = -1) -> float | None:
         """The main metric over the union of every task's test set, after training row ``row``.
@@ -500,6 +513,8 @@ def run_stream(
                 listener,
             )
             trained = strategy.on_task_end(i)
+        position.updates.append(_count(position.task_updates, trained))
+        position.task_updates = 0
         _report_task_end_steps(trained, stream, i, batch_size, listener)
         row = evaluate_now(i + 1)
         log.info("after %s: %s", stream.tasks[i].name, _fmt(stream.task_names, row))
@@ -509,7 +524,17 @@ def run_stream(
     R = np.vstack(position.rows) if position.rows else np.zeros((0, T))
     secondary = {name: np.vstack(rows) for name, rows in position.secondary.items()}
     sizes = np.array([len(task.test) for task in stream])
-    return StreamResult(stream.task_names, R, position.before, position.metric, secondary, sizes)
+    updates = tuple(position.updates)
+    return StreamResult(
+        stream.task_names, R, position.before, position.metric, secondary, sizes, updates
+    )
+
+
+def _count(observed: int | None, trained: Any) -> int | None:
+    """A task's updates: those ``observe`` took and those ``on_task_end`` reported."""
+    if observed is None:
+        return None
+    return observed + (len(trained) if isinstance(trained, list) else 0)
 
 
 def _train_task(
@@ -549,6 +574,8 @@ def _train_task(
                 listener.on_step(i, step, offset + step, stats)  # a nan is recorded as nan
             if stats:
                 check_finite_stats(stats, f"{i + 1}/{T} ({task.name})", step)
+                if position.task_updates is not None:
+                    position.task_updates += 1
             if stats:
                 bar.set_postfix({k: f"{v:.3f}" for k, v in stats.items()}, refresh=False)
                 if step % 50 == 0:

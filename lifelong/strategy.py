@@ -130,6 +130,12 @@ def require_hooks(strategy: object, label: str | None = None) -> None:
         )
 
 
+def supports(strategy: type | object, kind: str) -> bool:
+    """Whether a strategy (class or object) runs on task kind ``kind`` (its ``kinds``)."""
+    kinds = getattr(strategy, "kinds", None)
+    return kinds is None or kind in kinds
+
+
 class StrategyHooks:
     """Do-nothing defaults of the learner's hooks; a strategy overrides what it needs.
 
@@ -141,10 +147,13 @@ class StrategyHooks:
         joint_training: ``True`` for a learner that trains on every task's data from the first
             batch (MTL): its rows are not a sequence of tasks, so BWT, FWT and forgetting are
             undefined for it (null in ``metrics.json``; reports leave them out).
+        kinds: The task kinds it runs on (``None``: every kind); a run on another stream is
+            refused before anything loads (`supports`).
 
     """
 
     joint_training: ClassVar[bool] = False
+    kinds: ClassVar[tuple[str, ...] | None] = None
 
     def on_stream_start(self, stream: TaskStream) -> None:
         """Before the first task, on a resume too (rebuild, do not reset): MTL sees every task."""

@@ -775,6 +775,7 @@ def plan_run(config: RunConfig) -> RunPlan:
     except (OptionsError, registry.UnknownStrategyError) as err:
         raise ConfigError(str(err)) from None
     check_scopes(options, encoder.name)
+    check_kind(strategy.name, stream.kind, stream.name)
     label = stream.order_label  # the stream section, to its spec
     check_outputs(tracking.output_dir, str(index_path))  # last: it creates output_dir
     return RunPlan(
@@ -800,6 +801,24 @@ def preflight(config: RunConfig) -> Any:
 
     """
     return plan_run(config).options
+
+
+def check_kind(strategy: str, kind: str, stream: str) -> None:
+    """The strategy runs on the stream's task kind (its ``kinds``), said before anything loads.
+
+    Raises:
+        ConfigError: Naming the strategy, the kinds it runs on and the stream.
+
+    """
+    from lifelong import registry
+    from lifelong.strategy import supports
+
+    cls = registry.get(strategy)
+    if not supports(cls, kind):
+        raise ConfigError(
+            f"strategy {strategy!r} runs on {' and '.join(cls.kinds)} streams; the {stream} "
+            f"stream's tasks are {kind}"
+        )
 
 
 SCOPE_OPTIONS = ("adapt_scope", "meta_scope")

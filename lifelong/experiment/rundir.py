@@ -487,12 +487,17 @@ def read_result(run_dir: str | Path) -> StreamResult:
     secondary = {}
     for name in metrics.get("secondary_metrics", []):
         secondary[name] = _read_accuracy(run_dir / f"{name}.csv").to_numpy(dtype=float)
+    names = tuple(str(c) for c in frame.columns)
+    updates = metrics.get("updates")  # per task, where the run counted them
+    if not (isinstance(updates, list) and len(updates) == len(names)):
+        updates = None
     return StreamResult(
-        tuple(str(c) for c in frame.columns),
+        names,
         values[1:],
         values[0],
         str(metrics.get("metric", "accuracy")),
         secondary,
+        updates=None if updates is None else tuple(updates),
     )
 
 

@@ -497,6 +497,8 @@ def run_metrics(
     metrics["secondary_metrics"] = list(result.secondary)
     for name, rows in result.secondary.items():  # e.g. QA's final average exact match
         metrics[f"average_{name}"] = round(float(rows[-1].mean()), 4)
+    if result.updates is not None:  # per task: a task too small for an update shows as 0
+        metrics["updates"] = list(result.updates)
     metrics["seconds"] = round(seconds, 1)
     metrics["cpu_seconds"] = None if cpu_seconds is None else round(cpu_seconds, 1)
     if stream is not None:

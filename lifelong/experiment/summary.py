@@ -2,8 +2,8 @@
 
 What ``lifelong run`` prints, `RunOutcome.summary` and `RunRecord.summary` return: each
 stream's metric by its name (accuracy; F1 and exact match for QA; FewRel's pooled accuracy, its
-headline in Holla et al. 2020), counts as integers, and a line for every task after which no
-score changed (a task too small for one of a meta-learner's outer updates, for instance).
+headline in Holla et al. 2020), counts as integers, and a line for every task that caused no
+update (a task too small for one of a meta-learner's outer updates) or moved no score.
 """
 
 from __future__ import annotations
@@ -59,22 +59,31 @@ def format_report(result: StreamResult, metrics: dict[str, Any], *, stream: str 
         table += "\n  (BWT, FWT and forgetting need two tasks or more)"
     elif metrics.get("joint_training"):
         table += "\n  (joint training: every row has seen every task, so no BWT, FWT or forgetting)"
-    for name in unchanged_after(result):
-        table += (
-            f"\n  (after {name}: every score as in the row before: the task caused no update, "
-            "or none that changed a prediction)"
-        )
+    for line in quiet_tasks(result):
+        table += f"\n  ({line})"
     return f"{text}\n\nMetrics (points):\n{table}"
 
 
-def unchanged_after(result: StreamResult) -> list[str]:
-    """The tasks after whose training no score moved (the row equals the one before it)."""
+def quiet_tasks(result: StreamResult) -> list[str]:
+    """A line for each task that caused no update, or after which no score moved.
+
+    A meta-learner updates once per episode (OML-ER: b·m = 96 examples), so a FewRel cluster
+    of fewer training sentences takes no update and its row repeats the row before.
+    """
     rows = np.vstack([result.before[None, :], result.accuracy])
-    return [
-        result.task_names[i]
-        for i in range(len(result.accuracy))
-        if np.array_equal(rows[i + 1], rows[i])
-    ]
+    updates = result.updates or (None,) * len(result.accuracy)
+    if len(updates) > 1 and all(count == 0 for count in updates):  # NCM, RanPAC: by design
+        return ["no task caused an update: no weight was trained"]
+    lines = []
+    for i, (name, count) in enumerate(zip(result.task_names, updates)):
+        same = np.array_equal(rows[i + 1], rows[i])
+        if count == 0:
+            lines.append(
+                f"{name} caused no update" + (": every score is as before" if same else "")
+            )
+        elif same:
+            lines.append(f"after {name}, every score is as in the row before")
+    return lines
 
 
 def _plain_number(value: Any) -> str:

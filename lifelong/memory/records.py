@@ -63,6 +63,19 @@ class ExampleRecords:
         idx = [int(i) for i in np.asarray(indices).reshape(-1)]
         return ExampleRecords({k: tuple(v[i] for i in idx) for k, v in self.fields.items()})
 
+    @classmethod
+    def concat(cls, *parts: ExampleRecords) -> ExampleRecords:
+        """The examples of every part, in order (the parts must hold the same fields).
+
+        Raises:
+            ValueError: The parts hold different fields.
+
+        """
+        names = [p.names for p in parts]
+        if any(set(n) != set(names[0]) for n in names):
+            raise ValueError(f"records with different fields cannot be joined: {names}")
+        return cls({k: tuple(row for p in parts for row in p[k]) for k in names[0]})
+
     def only(self, names: Sequence[str]) -> ExampleRecords:
         """The same examples with only the fields ``names`` (what memory stores)."""
         return ExampleRecords({k: self[k] for k in names})

@@ -19,7 +19,7 @@ from lifelong.experiment.config import from_dict
 from lifelong.experiment.runs import build_model
 from lifelong.learner import run_stream
 from lifelong.runtime import Runtime
-from lifelong.strategy import StrategyContext
+from lifelong.strategy import StrategyContext, supports
 from lifelong.streams.fewrel import hashed_bag_of_words
 from lifelong.streams.registry import build_stream, stream_spec
 from lifelong.tasks.prepared import on_device
@@ -56,7 +56,15 @@ def stream_of(kind):
     return _STREAMS[kind]
 
 
+def skip_unless_it_runs_on(strategy, kind):
+    """A strategy that runs on classification only (ncm, ranpac) is not tried on the others."""
+    base = "relation" if kind.startswith("relation") else kind
+    if not supports(registry.get(strategy), base):
+        pytest.skip(f"{strategy} runs on {registry.get(strategy).kinds} only")
+
+
 def train_and_evaluate(strategy, kind, precision, encoder="tiny", **options):
+    skip_unless_it_runs_on(strategy, kind)
     seed_everything(0)
     name, keys = KINDS[kind]
     config = from_dict({"stream": name, "encoder": encoder, "max_length": 48, **keys})

@@ -15,11 +15,12 @@ from lifelong.strategy import StrategyContext
 from lifelong.streams.core import batches
 from lifelong.training import seed_everything
 from tests.cuda_emulation.devices import GpuKind, count_syncs
-from tests.cuda_emulation.test_autocast import KINDS, stream_of
+from tests.cuda_emulation.test_autocast import KINDS, skip_unless_it_runs_on, stream_of
 from tests.lifelong.strategies.test_evaluation_leaves_training_alone import options_for
 
 
 def built(strategy, kind, **options):
+    skip_unless_it_runs_on(strategy, kind)
     seed_everything(0)
     name, keys = KINDS[kind]
     config = from_dict({"stream": name, "encoder": "tiny", "max_length": 48, **keys})

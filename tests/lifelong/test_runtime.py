@@ -138,15 +138,22 @@ def observe_stream(name, task, runtime):
     return model, before, result, dtypes
 
 
+TRAINS_NOTHING = {"mbpa", "ncm", "ranpac"}
+"""MbPA adapts at test time only; NCM and RanPAC read the frozen encoder."""
+
+HEADLESS = {"ncm", "ranpac"}
+"""Strategies that score with the encoder's features and their own classifier, not the head."""
+
+
 @pytest.mark.parametrize("name", registry.available())
 def test_every_strategy_trains_adapts_and_evaluates_under_bf16_autocast_on_the_cpu(name, task):
     runtime = Runtime(torch.device("cpu"), "bf16")
     model, before, result, dtypes = observe_stream(name, task, runtime)
-    assert torch.bfloat16 in dtypes  # the head's matmul ran in bf16
+    assert torch.bfloat16 in dtypes or name in HEADLESS  # the head's matmul ran in bf16
     params = dict(model.named_parameters())
     assert all(p.dtype == torch.float32 for p in params.values())  # weights stay fp32
     trained = [k for k in params if not torch.equal(params[k].detach(), before[k])]
-    if name != "mbpa":  # MbPA trains nothing but adapts (in bf16) at test time
+    if name not in TRAINS_NOTHING:
         assert trained, f"{name} learnt nothing under bf16"
     assert np.isfinite(result.accuracy).all() and result.accuracy.shape == (2, 2)
 
@@ -157,11 +164,11 @@ def test_every_strategy_trains_adapts_and_evaluates_under_fp16_with_loss_scaling
 ):
     runtime = Runtime(torch.device("cpu"), "fp16")
     model, before, result, dtypes = observe_stream(name, task, runtime)
-    assert torch.float16 in dtypes
+    assert torch.float16 in dtypes or name in HEADLESS
     params = dict(model.named_parameters())
     assert all(p.dtype == torch.float32 for p in params.values())
     trained = [k for k in params if not torch.equal(params[k].detach(), before[k])]
-    if name != "mbpa":
+    if name not in TRAINS_NOTHING:
         assert trained, f"{name} learnt nothing under fp16"
     assert np.isfinite(result.accuracy).all() and result.accuracy.shape == (2, 2)
 

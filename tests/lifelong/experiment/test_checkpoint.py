@@ -36,6 +36,7 @@ def small_config(tmp_path, strategy, **changes):
         if name.startswith("mbpa"):  # few, short adaptations: the test is about resuming
             values.update(k=4, steps=2)
     options["mtl"] = {"epochs": 1}
+    options["ranpac"] = {"projection": 64}  # not 10,000: a test-sized ridge solve
     return demo.replace(
         strategy=strategy,
         encoder="tiny",

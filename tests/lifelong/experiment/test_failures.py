@@ -529,12 +529,15 @@ def test_a_task_that_moved_no_score_is_said_so_and_pooled_is_fewrels_only():
     from lifelong.learner import StreamResult
 
     rows = np.array([[50.0, 10.0, 0.0], [50.0, 10.0, 0.0], [40.0, 30.0, 70.0]])
-    result = StreamResult(("c4", "c9", "c2"), rows, np.array([5.0, 10.0, 0.0]))
+    before = np.array([5.0, 10.0, 0.0])
+    result = StreamResult(("c4", "c9", "c2"), rows, before, updates=(3, 0, 2))
     metrics = {"pooled_accuracy": 47.0, "average_accuracy": 46.7, "bwt": -5.0, "fwt": 1.0}
     metrics["forgetting"] = 5.0
     text = format_report(result, metrics, stream="fewrel")
-    assert "(after c9: every score as in the row before: the task caused no update" in text
-    assert "after c4:" not in text and "after c2:" not in text
+    assert "(c9 caused no update: every score is as before)" in text
+    assert "c4 caused" not in text and "c2 caused" not in text
+    uncounted = StreamResult(("c4", "c9", "c2"), rows, before)  # a run that did not count
+    assert "(after c9, every score is as in the row before)" in format_report(uncounted, metrics)
     assert "pooled accuracy     47.0" in text
     assert "pooled accuracy" not in format_report(result, metrics, stream="text")
     f1 = StreamResult(("squad",), np.array([[61.0]]), np.zeros(1), metric="f1")

@@ -154,3 +154,21 @@ def test_predict_command_labels_texts_and_refuses_a_run_without_a_model(tmp_path
 
 def outcome_labels(outcome):
     return json.loads((outcome.run_dir / "model" / "lifelong.json").read_text())["label_names"]
+
+
+def test_a_fewrel_cluster_too_small_for_an_outer_update_is_said_so(tmp_path):
+    """Friction 8: an OML-ER FewRel run printed identical rows with nothing saying a task
+    caused no outer update (b·m = 96 examples an update; the sample's clusters hold 16-64)."""
+    config = lifelong.RunConfig.demo(
+        stream="fewrel", strategy="oml-er", encoder="tiny", progress=False
+    ).replace(output_dir=str(tmp_path))
+    outcome = lifelong.run(config)
+    updates = outcome.metrics["updates"]
+    sizes = [t["train"] for t in outcome.metrics["tasks"]]
+    assert len(updates) == len(sizes) and 0 in updates
+    quiet = [t for t, n in zip(outcome.result.task_names, updates) if n == 0]
+    text = outcome.summary()
+    for name in quiet:
+        assert f"({name} caused no update" in text
+    assert "pooled accuracy" in text  # FewRel's headline
+    assert lifelong.load_run(outcome.run_dir).summary() == text  # the counts are in metrics.json

@@ -14,6 +14,7 @@ from tests.conftest import tiny_classifier, toy_stream
 
 # small enough that replay, episodes, meta-tests and coarse adaptation all happen on the toy stream
 SMALL = {
+    "projection": 64,  # RanPAC's M (10,000 by default: a 10,000 x 10,000 solve)
     "replay_every": 8,
     "replay_ratio": 0.5,
     "support_batches": 2,
