@@ -758,13 +758,6 @@ def plan_run(config: RunConfig) -> RunPlan:
         check_encoder_name(encoder.name)
     except EncoderError as err:
         raise ConfigError(f"key 'encoder': {err}") from None
-    entry = ENCODERS.get(encoder.name)
-    if entry is not None and entry.plumbing_only:  # said, not warned: refusals stay one line
-        log.info(
-            "encoder %r is random (for testing the plumbing): its scores mean nothing; "
-            "--encoder minilm learns (the demo: about 85 s on 2 cores)",
-            encoder.name,
-        )
     check_lengths(encoder, task.max_length)
     check_sources(stream)
     check_tracking(tracking)
@@ -778,6 +771,13 @@ def plan_run(config: RunConfig) -> RunPlan:
     check_kind(strategy.name, stream.kind, stream.name)
     label = stream.order_label  # the stream section, to its spec
     check_outputs(tracking.output_dir, str(index_path))  # last: it creates output_dir
+    entry = ENCODERS.get(encoder.name)
+    if entry is not None and entry.plumbing_only:  # once every check passed: refusals stay one line
+        log.info(
+            "encoder %r is random (for testing the plumbing): its scores mean nothing; "
+            "--encoder minilm learns (the demo: about 85 s on 2 cores)",
+            encoder.name,
+        )
     return RunPlan(
         config,
         options,
