@@ -155,3 +155,12 @@ def install_plugin(
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(entry_points)
     monkeypatch.syspath_prepend(str(folder))
+
+
+def tiny_demo(output_dir, **changes):
+    """The demo config (`RunConfig.demo`) on the tiny encoder, AG News then Yelp, batches of 8,
+    no progress bars, writing under ``output_dir``; flat-key ``changes`` on top."""
+    from lifelong.experiment.config import RunConfig
+
+    values = dict(encoder="tiny", tasks=["ag_news", "yelp"], batch_size=8, progress=False)
+    return RunConfig.demo(**{**values, "output_dir": str(output_dir), **changes})

@@ -25,6 +25,7 @@ from lifelong.experiment.config import (
     ConfigError,
     Key,
     RunConfig,
+    config_from_yaml,
     config_keys,
     flatten,
     load_yaml,
@@ -344,11 +345,12 @@ def _base_config(args: argparse.Namespace) -> RunConfig:
     """
     if args.config is None:
         return load_yaml(DEMO_CONFIG)
-    if not is_sweep_file(read_yaml(args.config)):
-        return load_yaml(args.config)
-    from lifelong.experiment.sweep import load_sweep
+    values = read_yaml(args.config)  # read once: a run config or a sweep file
+    if not is_sweep_file(values):
+        return config_from_yaml(values, args.config)
+    from lifelong.experiment.sweep import sweep_from_dict
 
-    sweep = load_sweep(args.config)
+    sweep = sweep_from_dict(values, where=args.config)
     order = getattr(args, sweep.base.order_key, None)
     return sweep.point_config(args.strategy, None if order is None else str(order), args.seed)
 

@@ -647,16 +647,20 @@ def load_yaml(path: str | Path) -> RunConfig:
             a key or value `from_dict` refuses.
 
     """
-    values = read_yaml(path)
+    return config_from_yaml(read_yaml(path), str(path))
+
+
+def config_from_yaml(values: Any, where: str) -> RunConfig:
+    """`load_yaml` of values already read (`read_yaml`); ``where`` names the file in errors."""
     if values is None:
         raise ConfigError(
-            f"{path}: the config file is empty; give at least one key (an empty mapping, "
+            f"{where}: the config file is empty; give at least one key (an empty mapping, "
             "{}, runs the built-in defaults on purpose)"
         )
-    note = moved_keys_note(values, str(path))
+    note = moved_keys_note(values, where)
     if note:
         log.warning(note)
-    return from_dict(values, where=str(path))
+    return from_dict(values, where=where)
 
 
 def load_run_config(path: str | Path) -> RunConfig:

@@ -506,14 +506,6 @@ def read_metrics(run_dir: str | Path) -> dict[str, Any]:
     return _read_metrics(Path(run_dir) / METRICS_FILE)
 
 
-def accuracy_frame(result: StreamResult, rows: np.ndarray | None = None) -> pd.DataFrame:
-    """R (or ``rows``, (T + 1, T)) as a table: the untrained row, then one row per task."""
-    if rows is None:
-        return result.to_frame()
-    index = ["before"] + [f"after {n}" for n in result.task_names]
-    return pd.DataFrame(rows, index=index, columns=list(result.task_names))
-
-
 def write_results(
     run_dir: Path, config: dict[str, Any], result: StreamResult, metrics: dict[str, Any]
 ) -> None:
@@ -523,8 +515,8 @@ def write_results(
     ``metrics.json``'s ``"metric"`` says); other metrics get their own file (``exact_match.csv``).
     """
     atomic_write_text(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
-    frames = [("accuracy", accuracy_frame(result))] + [
-        (name, accuracy_frame(result, rows)) for name, rows in result.secondary.items()
+    frames = [("accuracy", result.to_frame())] + [
+        (name, result.to_frame(name)) for name in result.secondary
     ]
     for name, frame in frames:
         buf = io.StringIO()

@@ -21,6 +21,7 @@ from lifelong.experiment.config import DEMO_CONFIG, load_run_config, load_yaml
 from lifelong.experiment.index import RunIndex
 from lifelong.experiment.runs import build_run, is_finished, resume, run
 from lifelong.learner import run_stream
+from tests.conftest import tiny_demo
 
 
 class Crash(BaseException):
@@ -28,8 +29,7 @@ class Crash(BaseException):
 
 
 def small_config(tmp_path, strategy, **changes):
-    demo = load_yaml(DEMO_CONFIG)
-    options = demo.to_dict()["strategy_options"]
+    options = load_yaml(DEMO_CONFIG).to_dict()["strategy_options"]
     for name, values in options.items():  # replay often enough to happen on 96 examples
         if "replay_every" in values:
             values["replay_every"] = 16
@@ -37,17 +37,8 @@ def small_config(tmp_path, strategy, **changes):
             values.update(k=4, steps=2)
     options["mtl"] = {"epochs": 1}
     options["ranpac"] = {"projection": 64}  # not 10,000: a test-sized ridge solve
-    return demo.replace(
-        strategy=strategy,
-        encoder="tiny",
-        tasks=["ag_news", "yelp"],
-        train_size=48,
-        test_size=8,
-        batch_size=8,
-        progress=False,
-        output_dir=str(tmp_path),
-        strategy_options=options,
-        **changes,
+    return tiny_demo(
+        tmp_path, strategy=strategy, train_size=48, test_size=8, strategy_options=options, **changes
     )
 
 

@@ -11,20 +11,12 @@ import pytest
 
 import lifelong
 from lifelong.experiment.cli import build_parser, config_from_args, main
+from tests.conftest import tiny_demo
 
 
 def small(tmp_path, **changes):
     """The demo config, on the tiny encoder and two small tasks."""
-    values = dict(
-        encoder="tiny",
-        tasks=["ag_news", "yelp"],
-        train_size=32,
-        test_size=16,
-        batch_size=8,
-        progress=False,
-        output_dir=str(tmp_path / "runs"),
-    )
-    return lifelong.RunConfig.demo(**{**values, **changes})
+    return tiny_demo(tmp_path / "runs", **{"train_size": 32, "test_size": 16, **changes})
 
 
 def test_python_and_the_command_line_start_from_one_config():
