@@ -52,6 +52,7 @@ GUIDE = (
     "write-your-own-strategy",
     "write-your-own-encoder",
     "metrics",
+    "costs",
     "encoders",
     "ecosystem",
     "benchmarks",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from lifelong import cost
 from lifelong.metrics import pooled_accuracy
 from lifelong.runtime import CPU, Runtime
 from lifelong.strategy import Strategy, require_hooks
@@ -80,6 +81,10 @@ class StreamPosition:
             ``observe`` returned statistics, plus the updates ``on_task_end`` reported; None
             where a checkpoint written before they were counted leaves it unknown.
         task_updates: The same so far on the task being trained.
+        cost: What the run has computed so far, per phase (`lifelong.cost.CostMeter.to_dict`);
+            None where a checkpoint written before costs were counted leaves it unknown.
+        probing: Rows of the probing matrix (`lifelong.probing.LinearProbe`), the untrained
+            one first; empty when the run does not probe.
 
     """
 
@@ -93,6 +98,8 @@ class StreamPosition:
     cpu_seconds: float | None = 0.0
     updates: list[int | None] = field(default_factory=list)
     task_updates: int | None = 0
+    cost: dict[str, dict[str, float]] | None = field(default_factory=dict)
+    probing: list[np.ndarray] = field(default_factory=list)
 
     def global_step(self, stream: TaskStream, batch_size: int) -> int:
         """Training mini-batches observed before this position, over the whole stream."""
@@ -117,6 +124,8 @@ class StreamPosition:
             "cpu_seconds": self.cpu_seconds,
             "updates": list(self.updates),
             "task_updates": self.task_updates,
+            "cost": self.cost,
+            "probing": [r.tolist() for r in self.probing],
         }
 
     @classmethod
@@ -137,6 +146,10 @@ class StreamPosition:
             cpu_seconds=None if (cpu := values.get("cpu_seconds")) is None else float(cpu),
             updates=list(values.get("updates", [None] * len(values["rows"]))),
             task_updates=values.get("task_updates", 0 if int(values["step"]) == 0 else None),
+            probing=[np.asarray(r, dtype=float) for r in values.get("probing", [])],
+            cost=values.get(
+                "cost", {} if int(values["task"]) == 0 and values["before"] is None else None
+            ),
         )
 
 
@@ -177,6 +190,10 @@ class StreamResult:
         test_sizes: Test examples of each task, shape (T,) (for the pooled metric).
         updates: Updates the strategy took on each task (`StreamPosition.updates`; None where
             unknown), or None.
+        cost: What the run computed, per phase (`lifelong.cost.CostMeter.summary`), or None
+            (not counted: a run resumed from a checkpoint written before costs were counted).
+        probing: The probing matrix P (T + 1, T), the untrained row first
+            (`lifelong.probing`), or None when the run did not probe.
 
     """
 
@@ -187,6 +204,8 @@ class StreamResult:
     secondary: dict[str, np.ndarray] = field(default_factory=dict)
     test_sizes: np.ndarray | None = None
     updates: tuple[int | None, ...] | None = None
+    cost: dict[str, Any] | None = None
+    probing: np.ndarray | None = None
 
     def pooled(self, row: int = -1) -> float | None:
         """The main metric over the union of every task's test set, after training row ``row``.
@@ -440,6 +459,7 @@ def run_stream(
     runtime: Runtime = CPU,
     prefetch: int = 0,
     listener: StreamListener | None = None,
+    probe: Callable[[int], np.ndarray] | None = None,
 ) -> StreamResult:
     """Train ``strategy`` on one pass over the stream and score every task after every task.
 
@@ -469,19 +489,77 @@ def run_stream(
             0: none). Runs on a GPU use 2 so that the device never waits for batches.
         listener: Told every mini-batch's statistics and every evaluation's scores
             (`lifelong.experiment.trackers.Trackers`).
+        probe: Called after every evaluation with the tasks trained so far, returns a row of
+            the probing matrix (`lifelong.probing.LinearProbe.row`); outside the cost meter.
 
     Returns:
         The accuracy matrix R and the untrained accuracies b.
 
     """
     require_hooks(strategy)
-    T = len(stream)
     position = start or StreamPosition()
+    meter = cost.CostMeter(position.cost)
+    with cost.metering(meter):
+        _run_tasks(
+            stream,
+            strategy,
+            kind,
+            position,
+            meter,
+            batch_size=batch_size,
+            eval_batch_size=eval_batch_size,
+            seed=seed,
+            progress=progress,
+            checkpointer=checkpointer,
+            runtime=runtime,
+            prefetch=prefetch,
+            listener=listener,
+            probe=probe,
+        )
+    T = len(stream)
+    R = np.vstack(position.rows) if position.rows else np.zeros((0, T))
+    secondary = {name: np.vstack(rows) for name, rows in position.secondary.items()}
+    sizes = np.array([len(task.test) for task in stream])
+    updates = tuple(position.updates)
+    spent = None if position.cost is None else meter.summary()
+    probing = np.vstack(position.probing) if probe is not None and position.probing else None
+    return StreamResult(
+        stream.task_names,
+        R,
+        position.before,
+        position.metric,
+        secondary,
+        sizes,
+        updates,
+        spent,
+        probing,
+    )
+
+
+def _run_tasks(
+    stream: TaskStream,
+    strategy: Strategy,
+    kind: TaskKind,
+    position: StreamPosition,
+    meter: cost.CostMeter,
+    *,
+    batch_size: int,
+    eval_batch_size: int,
+    seed: int,
+    progress: bool,
+    checkpointer: Checkpointer | None,
+    runtime: Runtime,
+    prefetch: int,
+    listener: StreamListener | None,
+    probe: Callable[[int], np.ndarray] | None = None,
+) -> None:
+    """`run_stream`'s loop: evaluate untrained, then train and evaluate each task in turn."""
+    T = len(stream)
     with runtime.autocast():
         strategy.on_stream_start(stream)  # on a resume too: rebuild, not reset
 
     def evaluate_now(trained: int) -> np.ndarray:
-        with runtime.autocast():
+        with runtime.autocast(), meter.phase("evaluate"):
             rows = _all_metrics(  # hooks checked once, above
                 strategy, stream, kind, batch_size=eval_batch_size, progress=progress
             )
@@ -493,12 +571,26 @@ def run_stream(
             position.secondary.setdefault(name, []).append(rows[name])
         return rows[names[0]]
 
+    def probed(trained: int) -> None:
+        if probe is None:
+            return
+        while len(position.probing) < trained:  # probing turned on when the run resumed
+            position.probing.append(np.full(T, np.nan))
+        with runtime.autocast():
+            position.probing.append(probe(trained))
+
+    def save() -> None:
+        if position.cost is not None:  # None: an earlier process did not count (unknown)
+            position.cost = meter.to_dict()
+        _save(checkpointer, strategy, position)
+
     if position.before is None:
         position.before = evaluate_now(0)
         log.info("before training: %s", _fmt(stream.task_names, position.before))
-        _save(checkpointer, strategy, position)
+        probed(0)
+        save()
     for i in range(position.task, T):
-        with runtime.autocast():
+        with runtime.autocast(), meter.phase("train"):
             _train_task(
                 stream,
                 i,
@@ -508,7 +600,7 @@ def run_stream(
                 batch_size,
                 seed,
                 progress,
-                checkpointer,
+                _MeteredCheckpointer(checkpointer, meter, position),
                 prefetch,
                 listener,
             )
@@ -520,14 +612,27 @@ def run_stream(
         log.info("after %s: %s", stream.tasks[i].name, _fmt(stream.task_names, row))
         position.rows.append(row)
         position.task, position.step = i + 1, 0
-        _save(checkpointer, strategy, position)
-    R = np.vstack(position.rows) if position.rows else np.zeros((0, T))
-    secondary = {name: np.vstack(rows) for name, rows in position.secondary.items()}
-    sizes = np.array([len(task.test) for task in stream])
-    updates = tuple(position.updates)
-    return StreamResult(
-        stream.task_names, R, position.before, position.metric, secondary, sizes, updates
-    )
+        probed(i + 1)
+        save()
+
+
+@dataclass
+class _MeteredCheckpointer:
+    """A checkpointer whose mid-task saves carry the cost counted so far."""
+
+    inner: Checkpointer | None
+    meter: cost.CostMeter
+    position: StreamPosition
+
+    def due(self, steps_done: int) -> bool:
+        return self.inner is not None and self.inner.due(steps_done)
+
+    def save(self, strategy: Strategy, position: StreamPosition) -> None:
+        if self.inner is None:
+            return
+        if position.cost is not None:
+            position.cost = self.meter.to_dict()
+        self.inner.save(strategy, position)
 
 
 def _count(observed: int | None, trained: Any) -> int | None:

@@ -6,7 +6,7 @@ batches (`lifelong.tasks`) also supplies the model's loss.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import torch
 from torch import nn
@@ -79,6 +79,10 @@ class Classifier(nn.Module):
             encoder has no segment embeddings to read them (`reads_token_types`).
 
     """
+
+    runs_from_stages: ClassVar[bool] = True
+    """Called on a stage's hidden states (``start``), it runs only the stages above: the cost
+    meter counts those stages' and the head's calls, not the whole model (`lifelong.cost`)."""
 
     def __init__(
         self,

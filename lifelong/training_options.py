@@ -35,6 +35,10 @@ class TrainingOptions:
         checkpoint_every: Also checkpoint every N mini-batches (0: at task ends only).
         keep_checkpoint: Keep ``checkpoint.pt`` once the run has finished.
         progress: Show tqdm progress bars.
+        probe: After each task (and before the first), fit a linear probe on the encoder's
+            features of every seen task and score it (`lifelong.probing`, Tao et al., ICLR
+            2023): ``probing.csv`` beside ``accuracy.csv``, and representation forgetting in
+            ``metrics.json``. Classification streams only; not counted in the run's cost.
 
     """
 
@@ -50,6 +54,7 @@ class TrainingOptions:
     checkpoint_every: NonNegativeInt = 0
     keep_checkpoint: bool = False
     progress: bool = True
+    probe: bool = False
 
     def check(self) -> None:
         """The device name and the memory's index spec, without touching either.

@@ -23,12 +23,28 @@ def test_the_readme_is_a_front_door():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 150
     text = "\n".join(lines)
-    figure = "docs/figures/real_budget_text.png"  # the headline figure, drawn by lifelong report
+    figure = "docs/figures/real_budget_pareto.png"  # the headline figure, drawn by lifelong report
     assert f"]({figure})" in text and (ROOT / figure).stat().st_size > 10_000
-    assert "plots/summary_text_average_accuracy.png" in text  # the command that redraws it
+    assert "plots/pareto_text.png" in text  # the command that redraws it
     assert "make demo" in text and "make test" in text
     for name in hooks().GUIDE:  # every guide page is linked from it
         assert f"(docs/guide/{name}.md" in text, name
+
+
+def test_the_headline_figure_is_the_pareto_view_of_the_committed_runs():
+    """The figure's PNG keeps a digest of the table it drew; the committed runs must give it,
+    so a run added (or a cost derived differently) without redrawing the figure fails here."""
+    from lifelong.experiment.reports.costs import figure_digest, pareto_table, table_digest
+    from lifelong.experiment.rundir import find_runs
+
+    table = pareto_table(find_runs(ROOT / "results" / "real_budget" / "text"))
+    drawn = figure_digest(ROOT / "docs" / "figures" / "real_budget_pareto.png")
+    assert drawn == table_digest(table[table.stream == "text"]), (
+        "docs/figures/real_budget_pareto.png is not the committed runs' Pareto view: redraw it "
+        "with the README's command"
+    )
+    on_front = set(table.loc[table.front_compute & table.front_memory, "configuration"])
+    assert "avalanche:replay" in on_front  # the README's caption says so
 
 
 def test_every_guide_section_is_a_page_with_a_unique_address():

@@ -48,9 +48,10 @@ DISPLAY = {
 }
 """The pages' strategy names; a registry name (the results page's) stands for itself."""
 
-LABELED = {
-    label: key for key, label in METRIC_LABELS.items() if key in (*DEFAULT_METRICS, "minutes")
-}
+COSTS = ("tflops", "memory_mb", "minutes")
+"""The cost columns: compute (measured or derived), memory held and wall minutes per run."""
+
+LABELED = {label: key for key, label in METRIC_LABELS.items() if key in (*DEFAULT_METRICS, *COSTS)}
 """Column (or row) labels of the tables that carry a summary metric, to its key."""
 
 TEXT_HEADER = "| strategy | runs | average accuracy | BWT | FWT | forgetting |"
@@ -122,7 +123,7 @@ def wider_folders() -> list[str]:
 def summary(where: str) -> pd.DataFrame:
     """`lifelong report`'s over-all-runs summary of the committed runs in ``where``."""
     stream = where.split("_")[0]  # text_top1's runs are text runs
-    metrics = (*DEFAULT_METRICS, "minutes")  # minutes: the runs' metrics.json wall seconds / 60
+    metrics = (*DEFAULT_METRICS, *COSTS)  # minutes: the runs' metrics.json wall seconds / 60
     return summary_table(find_runs(RESULTS / where), metrics).xs(stream, level="stream")
 
 

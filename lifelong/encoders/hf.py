@@ -226,7 +226,8 @@ class HFEncoder(nn.Module):
         if not 0 <= start <= stop <= len(layers) + 1:
             raise ValueError(f"stages must satisfy 0 <= {start} <= {stop} <= {len(layers) + 1}")
         if start == 0 and stop > 0:
-            x = self.model.embeddings(input_ids=x, token_type_ids=token_type_ids)  # (b, t, d)
+            # the ids positionally: the cost meter counts an encoder pass from its first input
+            x = self.model.embeddings(x, token_type_ids=token_type_ids)  # (b, t, d)
             start = 1
         if project is not None and not (packed and all(supports_packing(m) for m in layers)):
             raise ValueError("a projection hook needs packed=True and BERT-style layers")

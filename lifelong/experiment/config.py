@@ -684,7 +684,7 @@ def load_run_config(path: str | Path) -> RunConfig:
 RESUME_MAY_CHANGE = frozenset(
     {
         *("device", "precision", "compile"),  # where and how fast it computes
-        *("checkpoint_every", "keep_checkpoint", "progress"),  # bookkeeping
+        *("checkpoint_every", "keep_checkpoint", "progress", "probe"),  # bookkeeping, probes
         *("output_dir", "run_index", "token_cache", "save_model"),  # places, what is kept
         *("loggers", "tracking_uri", "wandb_mode", "log_group"),  # trackers
     }
@@ -773,6 +773,11 @@ def plan_run(config: RunConfig) -> RunPlan:
         raise ConfigError(str(err)) from None
     check_scopes(options, encoder.name)
     check_kind(strategy.name, stream.kind, stream.name)
+    if training.probe and stream.kind != "classification":
+        raise ConfigError(
+            f"--probe fits a classifier per task on classification streams; the {stream.name} "
+            f"stream's tasks are {stream.kind}"
+        )
     label = stream.order_label  # the stream section, to its spec
     check_outputs(tracking.output_dir, str(index_path))  # last: it creates output_dir
     entry = ENCODERS.get(encoder.name)

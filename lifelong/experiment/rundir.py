@@ -506,18 +506,27 @@ def read_metrics(run_dir: str | Path) -> dict[str, Any]:
     return _read_metrics(Path(run_dir) / METRICS_FILE)
 
 
+PROBING_NAME = "probing"
+"""``probing.csv``: the probing matrix of a run with ``--probe`` (`lifelong.probing`)."""
+
+
 def write_results(
     run_dir: Path, config: dict[str, Any], result: StreamResult, metrics: dict[str, Any]
 ) -> None:
     """Write config, the matrices and metrics atomically, ``metrics.json`` last.
 
     ``accuracy.csv`` holds R, the stream's main metric (accuracy; F1 for QA, as
-    ``metrics.json``'s ``"metric"`` says); other metrics get their own file (``exact_match.csv``).
+    ``metrics.json``'s ``"metric"`` says); other metrics get their own file (``exact_match.csv``),
+    and a probing run its probing matrix (``probing.csv``; NaN where a task was not yet seen).
     """
     atomic_write_text(run_dir / CONFIG_FILE, yaml.safe_dump(config, sort_keys=False))
     frames = [("accuracy", result.to_frame())] + [
         (name, result.to_frame(name)) for name in result.secondary
     ]
+    if result.probing is not None:  # --probe: the linear probes' accuracy, untrained row first
+        probing = result.to_frame().copy()
+        probing.loc[:, :] = result.probing
+        frames.append((PROBING_NAME, probing))
     for name, frame in frames:
         buf = io.StringIO()
         frame.to_csv(buf, float_format="%.4f", index_label="row")

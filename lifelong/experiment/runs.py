@@ -65,6 +65,9 @@ from lifelong.files import atomic_write_text
 from lifelong.metrics import SEQUENTIAL_METRICS, summary
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import numpy as np
     import pandas as pd
 
     from lifelong.learner import StreamResult
@@ -384,12 +387,13 @@ def _train(job: _Job) -> RunOutcome:
             trained_as=plan.trained_as,
             stream=digest,
         )
+        eval_batch = runtime.eval_batch_size(training.eval_batch_size)
         result = run_stream(
             stream,
             strategy,
             task,
             batch_size=training.batch_size,
-            eval_batch_size=runtime.eval_batch_size(training.eval_batch_size),
+            eval_batch_size=eval_batch,
             seed=seed,
             progress=training.progress,
             checkpointer=checkpointer,
@@ -397,6 +401,7 @@ def _train(job: _Job) -> RunOutcome:
             runtime=runtime,
             prefetch=runtime.prefetch,
             listener=trackers,
+            probe=_probe(training.probe, built, task, stream, eval_batch),
         )
         metrics = run_metrics(
             result,
@@ -419,6 +424,17 @@ def _train(job: _Job) -> RunOutcome:
         if trackers is not None:
             trackers.finish(metrics, run_artifacts(job.run_dir))
     return RunOutcome(result, metrics, job.run_dir, plan.config.stream.name)
+
+
+def _probe(
+    wanted: bool, built: Any, kind: Any, stream: TaskStream, batch_size: int
+) -> Callable[[int], np.ndarray] | None:
+    """The run's linear probe (`lifelong.probing.LinearProbe.row`), or None without ``--probe``."""
+    if not wanted:
+        return None
+    from lifelong.probing import LinearProbe
+
+    return LinearProbe(built.model, kind, stream, batch_size=batch_size).row
 
 
 def _restore(strategy: Strategy, checkpoint: Checkpoint, where: str) -> None:
@@ -499,6 +515,11 @@ def run_metrics(
         metrics[f"average_{name}"] = round(float(rows[-1].mean()), 4)
     if result.updates is not None:  # per task: a task too small for an update shows as 0
         metrics["updates"] = list(result.updates)
+    metrics.update(cost_metrics(result, strategy))
+    if result.probing is not None:  # --probe: representation forgetting beside the model's
+        from lifelong.probing import probe_metrics
+
+        metrics.update(probe_metrics(result.probing, metrics.get("forgetting")))
     metrics["seconds"] = round(seconds, 1)
     metrics["cpu_seconds"] = None if cpu_seconds is None else round(cpu_seconds, 1)
     if stream is not None:
@@ -514,6 +535,22 @@ def run_metrics(
             if key in metrics["strategy"]:
                 metrics[key] = metrics["strategy"][key]
     return metrics
+
+
+def cost_metrics(result: StreamResult, strategy: Strategy) -> dict[str, Any]:
+    """What the run cost (`lifelong.cost`): ``cost`` per phase, ``total_flops``, ``memory_bytes``.
+
+    ``memory_bytes`` (what the strategy holds beside its model at the end) is always measured;
+    the counts and FLOPs are null for a run resumed from a checkpoint written before they were
+    counted.
+    """
+    from lifelong.cost import held_bytes
+
+    held = held_bytes(strategy)
+    if result.cost is None:
+        return {"cost": None, "total_flops": None, "memory_bytes": held}
+    spent = {**result.cost, "memory_bytes": held, "source": "measured"}
+    return {"cost": spent, "total_flops": spent["total_flops"], "memory_bytes": held}
 
 
 def _new_run_dir(plan: RunPlan) -> Path:

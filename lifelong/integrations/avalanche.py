@@ -581,6 +581,17 @@ class AvalancheStrategy(StrategyHooks):
         """Refuse the strategy before anything loads where Avalanche does not import."""
         require_avalanche()
 
+    def held_bytes(self) -> int:
+        """Bytes of the template's plugin state: replay buffers, EWC importances, LwF's teacher."""
+        from lifelong.cost import tensor_bytes
+        from lifelong.integrations.avalanche_state import encode
+
+        live = {id(obj): name for name, obj in self._live().items()}
+        parts = [encode(p, live) for p in self.avalanche.plugins]
+        if hasattr(self.avalanche, "storage_policy"):  # DER keeps its buffer on the template
+            parts.append(encode(self.avalanche.storage_policy, live))
+        return tensor_bytes(parts)
+
     def memory_examples(self) -> int | None:
         """Examples in the template's replay memory, or None for a strategy without one."""
         return None if self.buffer is None else self.buffer(self.avalanche)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import numpy as np
 import torch
 
+from lifelong import cost
 from lifelong.batch import Batch
 from lifelong.mechanisms.fast import fast_logits
 from lifelong.mechanisms.lowrank import lora_logits
@@ -146,8 +147,9 @@ class LocalAdapter:
             if len(self.writer.memory) == 0 or self.options.steps == 0:
                 with torch.no_grad():
                     return self.model(*batch.inputs())
-            slots = self.neighbours(batch)
-            out = self.path(batch.input_ids.device)(batch, slots)
+            with cost.phase("adapt"):  # retrieval and adaptation: test-time training
+                slots = self.neighbours(batch)
+                out = self.path(batch.input_ids.device)(batch, slots)
             self.adapted += batch.num_examples
             return out
 

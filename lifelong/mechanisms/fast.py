@@ -65,7 +65,8 @@ def fast_logits(adapter: Adapting, batch: Batch, slots: np.ndarray) -> torch.Ten
             return model.criterion(logits, nb)
 
         adapted = local_adapt(loss, p, **adapt_kwargs)
-        return eager_call(model, adapted, test, stage_kwargs)
+        with torch.no_grad():  # the prediction is not trained on (nor counted as trained)
+            return eager_call(model, adapted, test, stage_kwargs)
 
     if chunk == 1:
         out = []

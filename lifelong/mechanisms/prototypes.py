@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from lifelong.batch import Batch
+from lifelong.cost import add_flops, tensor_bytes
 from lifelong.training import evaluating
 
 UNSEEN = -1e4
@@ -82,6 +83,10 @@ class ClassMeans(nn.Module):
         self.sums.index_add_(0, labels, features.to(self.sums.dtype))
         self.counts.index_add_(0, labels, torch.ones_like(labels, dtype=self.counts.dtype))
 
+    def held_bytes(self) -> int:
+        """Bytes of the class sums and counts."""
+        return tensor_bytes(self.sums, self.counts)
+
     def means(self) -> torch.Tensor:
         """Each class's mean feature, (L, d) (zeros for a class not seen)."""
         return self.sums / self.counts.clamp(min=1)[:, None]
@@ -110,7 +115,12 @@ class RandomProjection(nn.Module):
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """(n, d) -> (n, M)."""
+        add_flops(2 * features.shape[0] * self.weight.numel())  # a buffer: not counted as N
         return torch.relu(features @ self.weight.to(features.dtype))
+
+    def held_bytes(self) -> int:
+        """Bytes of W."""
+        return tensor_bytes(self.weight)
 
 
 class RidgeStatistics(nn.Module):
@@ -132,6 +142,7 @@ class RidgeStatistics(nn.Module):
         """Add projected features h (n, M) of classes ``labels`` (n,)."""
         h = projected.to(self.gram.dtype)
         y = nn.functional.one_hot(labels, self.targets.shape[1]).to(h.dtype)
+        add_flops(2 * h.shape[0] * h.shape[1] * (h.shape[1] + y.shape[1]))  # hᵀh and hᵀy
         self.gram += h.T @ h
         self.targets += h.T @ y
         self.seen += y.sum(0)
@@ -139,7 +150,17 @@ class RidgeStatistics(nn.Module):
     def solve(self, ridge: float) -> torch.Tensor:
         """W_o = (G + λI)⁻¹ C, (M, L): the ridge regression of everything seen."""
         eye = torch.eye(self.gram.shape[0], dtype=self.gram.dtype, device=self.gram.device)
+        add_flops(solve_flops(*self.targets.shape))
         return torch.linalg.solve(self.gram + ridge * eye, self.targets)
+
+    def held_bytes(self) -> int:
+        """Bytes of G, C and the class counts."""
+        return tensor_bytes(self.gram, self.targets, self.seen)
+
+
+def solve_flops(size: int, columns: int) -> float:
+    """FLOPs of solving an M x M system for ``columns`` right-hand sides: LU's 2/3·M³ + 2·M²·c."""
+    return 2 / 3 * size**3 + 2 * size**2 * columns
 
 
 def select_ridge(
@@ -157,6 +178,9 @@ def select_ridge(
         return grid[len(grid) // 2]
     gram, targets = h[:cut].T @ h[:cut], h[:cut].T @ y[:cut]
     eye = torch.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+    size, tested = h.shape[1], len(h) - cut
+    add_flops(2 * cut * size * (size + num_labels))  # the 80% part's G and C
+    add_flops(len(grid) * (solve_flops(size, num_labels) + 2 * tested * size * num_labels))
     errors = [
         float(((h[cut:] @ torch.linalg.solve(gram + r * eye, targets) - y[cut:]) ** 2).mean())
         for r in grid
@@ -181,6 +205,10 @@ class HeldFeatures(nn.Module):
         """Keep a batch's features (n, d) and labels (n,)."""
         self.features.append(features.detach())
         self.labels.append(labels.detach())
+
+    def held_bytes(self) -> int:
+        """Bytes of the features and labels kept until the task's end."""
+        return tensor_bytes(self.features, self.labels)
 
     def take(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Every kept feature and label, in order, then forget them (None if none)."""

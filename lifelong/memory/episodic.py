@@ -225,6 +225,11 @@ class EpisodicMemory:
         self._keys = np.zeros((0, self.key_dim), dtype=np.float32)
         self.policy = fresh_policy(self.policy.state())
 
+    def held_bytes(self) -> int:
+        """Bytes the memory holds: its examples' token ids (and other fields) and their keys."""
+        keys = self._keys[: self._size].nbytes if self.keyed else 0
+        return keys + sum(store.held_bytes() for store in self._fields.values())
+
     # -- reading ---------------------------------------------------------------------------
     def get(self, slots: np.ndarray) -> MemoryItems:
         """Read the values in ``slots``."""

@@ -52,6 +52,10 @@ class ExampleRecords:
         """The field names."""
         return tuple(self.fields)
 
+    def held_bytes(self) -> int:
+        """Bytes of every field's arrays (MTL's pool of the whole stream)."""
+        return sum(row.nbytes for rows in self.fields.values() for row in rows)
+
     def __getitem__(self, name: str) -> tuple[np.ndarray, ...]:
         try:
             return self.fields[name]
@@ -103,6 +107,11 @@ class RaggedStore:
 
     def __len__(self) -> int:
         return len(self.start)
+
+    def held_bytes(self) -> int:
+        """Bytes of the live values and their slot table (not the buffer's unused room)."""
+        live = int(self.length.sum()) * self.values.itemsize
+        return live + self.start.nbytes + self.length.nbytes
 
     def put(self, slots: np.ndarray, rows: Sequence[np.ndarray]) -> None:
         """Store ``rows[i]`` in ``slots[i]`` (slots may extend the store by appending)."""

@@ -66,6 +66,12 @@ class FisherState:
         """Σ_i F_i (θ_i − θ*_i)² at ``params`` (`ewc_penalty`; zero before a task ends)."""
         return ewc_penalty(params, self.anchor, self.fisher)
 
+    def held_bytes(self) -> int:
+        """Bytes of F and θ* (a copy of every weight each)."""
+        from lifelong.cost import tensor_bytes
+
+        return tensor_bytes(self.fisher, self.anchor)
+
     def state_dict(self) -> dict[str, Params]:
         """F and θ*."""
         return {"fisher": self.fisher, "anchor": self.anchor}

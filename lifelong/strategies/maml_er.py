@@ -29,6 +29,7 @@ from typing import ClassVar
 
 import torch
 
+from lifelong import cost
 from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
 from lifelong.mechanisms.episodes import Episode, MetaReplay, MetaReplayOptions, adapt_per_batch
@@ -166,7 +167,8 @@ class MAMLER(StrategyHooks):
         with evaluating(self.model):
             params = {k: v.detach() for k, v in self.weights().items()}
             if self.options.meta_test and len(self.replay.memory):
-                params = self.meta_test(params)
+                with cost.phase("adapt"):
+                    params = self.meta_test(params)
             with torch.no_grad():
                 return [eager_call(self.model, params, b.inputs()) for b in batches]
 

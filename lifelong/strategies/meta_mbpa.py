@@ -55,6 +55,7 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
+from lifelong import cost
 from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
 from lifelong.mechanisms.adaptation import LocalAdaptationOptions
@@ -307,9 +308,10 @@ class MetaMbPA(StrategyHooks):
         self._evaluation_params = self._coarse_start()  # θ: nothing to adapt on
         sets = [examples for examples in sets if len(examples)]
         if sets and self._can_adapt():
-            keys = np.concatenate([self._keys(examples) for examples in sets])
-            with evaluating(self.model):
-                self._evaluation_params = self.coarse_adapt_keys(keys)
+            with cost.phase("adapt"):
+                keys = np.concatenate([self._keys(examples) for examples in sets])
+                with evaluating(self.model):
+                    self._evaluation_params = self.coarse_adapt_keys(keys)
 
     def on_eval_end(self) -> None:
         """The evaluation is over: drop its θ̃ (it is never saved)."""
@@ -333,7 +335,8 @@ class MetaMbPA(StrategyHooks):
                     )
                 params = self._coarse_start()
                 if self._can_adapt():
-                    params = self.coarse_adapt(batches)
+                    with cost.phase("adapt"):
+                        params = self.coarse_adapt(batches)
             out = []
             with torch.no_grad():
                 for batch in batches:

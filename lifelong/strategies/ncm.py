@@ -22,14 +22,20 @@ from lifelong.mechanisms.prototypes import (
     label_count,
     one_label_per_row,
 )
+from lifelong.mechanisms.warmup import FirstTaskWarmup, WarmupOptions
 from lifelong.options import option_group
 from lifelong.state import ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
+from lifelong.streams.core import TaskStream
 
 
 @option_group
-class NCMOptions:
-    """NCM has no options: the class means of the frozen encoder's features decide."""
+class NCMOptions(WarmupOptions):
+    """NCM's one option: a first-task warm-up of the encoder before it is frozen.
+
+    None by default (the pre-trained encoder's class means); SEQ*'s is 0.375
+    (`lifelong.mechanisms.warmup`).
+    """
 
 
 class NCM(StrategyHooks):
@@ -55,12 +61,31 @@ class NCM(StrategyHooks):
         self.model = context.model
         width, labels = self.model.encoder.hidden_size, label_count(self.model)
         self.means = ClassMeans(labels, width).to(context.runtime.device)
-        self.resumable = ResumableParts(means=self.means)
+        options = options or NCMOptions()
+        self.warmup = FirstTaskWarmup(context, options.warmup_fraction)
+        self.resumable = ResumableParts(means=self.means, warmup=self.warmup)
+
+    def on_stream_start(self, stream: TaskStream) -> None:
+        """Size the warm-up, if any, on the first task."""
+        self.warmup.on_stream_start(stream)
 
     def observe(self, batch: Batch) -> dict[str, float]:
-        """Add the batch's features to their classes' sums (no update of any weight)."""
-        self.means.add(frozen_features(self.model, batch), one_label_per_row(batch))
+        """Add the batch's features to their classes' sums (no weight is updated).
+
+        During a warm-up the batch trains the model instead and is kept; when the warm-up ends
+        the kept batches' features (by the now frozen encoder) are added.
+        """
+        if self.warmup.active:
+            loss = self.warmup.observe(batch)
+            for kept in self.warmup.release():  # empty until the encoder is frozen
+                self.add(kept)
+            return {"loss": loss}
+        self.add(batch)
         return {}
+
+    def add(self, batch: Batch) -> None:
+        """Add a batch's features to their classes' sums."""
+        self.means.add(frozen_features(self.model, batch), one_label_per_row(batch))
 
     def predict(self, batch: Batch) -> torch.Tensor:
         """Cosine of each row's feature to each seen class mean (`ClassMeans.cosine_scores`)."""

@@ -24,6 +24,7 @@ from typing import ClassVar, Literal
 import torch
 from torch import nn
 
+from lifelong import cost
 from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput
 from lifelong.mechanisms.episodes import Episode, MetaReplay, MetaReplayOptions, adapt_head
@@ -154,7 +155,8 @@ class OMLER(StrategyHooks):
     def _meta_tested(self) -> Params:
         with evaluating(self.net):
             if self.options.meta_test and len(self.replay.memory):
-                return self.meta_test()
+                with cost.phase("adapt"):
+                    return self.meta_test()
         return {}  # nothing swapped in: the trained weights
 
     def predict_set(self, batches: Sequence[Batch]) -> list[torch.Tensor]:

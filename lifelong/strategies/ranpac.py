@@ -34,18 +34,23 @@ from lifelong.mechanisms.prototypes import (
     one_label_per_row,
     select_ridge,
 )
+from lifelong.mechanisms.warmup import FirstTaskWarmup, WarmupOptions
 from lifelong.options import Range, option_group
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
+from lifelong.streams.core import TaskStream
 
 
 @option_group
-class RanPACOptions:
-    """The random projection's width (RanPAC §4).
+class RanPACOptions(WarmupOptions):
+    """The random projection's width (RanPAC §4) and a first-task warm-up (none by default).
 
     Attributes:
         projection: M, the width of h = ReLU(f·W) (the paper's 10,000; 0 keeps f itself,
             the reference's ``M = 0``: decorrelation without projection).
+        warmup_fraction: The first task's mini-batches that train the whole model before the
+            encoder is frozen (`lifelong.mechanisms.warmup`; 0, the default: none; SEQ*'s
+            0.375 stands in for the paper's Phase 1, §3.4).
 
     """
 
@@ -88,7 +93,9 @@ class RanPAC(StrategyHooks):
         self.held = HeldFeatures().to(device)  # the task's features, to choose λ at its end
         self.solution = torch.zeros(size, labels, dtype=torch.float64, device=device)
         self.chosen = Counters(ridge_exponent=0, solved=0)
+        self.warmup = FirstTaskWarmup(context, self.options.warmup_fraction)  # Phase 1, if any
         parts = {"ridge": self.ridge, "held": self.held, "chosen": self.chosen}
+        parts["warmup"] = self.warmup
         if self.projection is not None:
             parts["projection"] = self.projection
         self.resumable = ResumableParts(**parts)
@@ -97,12 +104,29 @@ class RanPAC(StrategyHooks):
         """The projection of frozen features f: ReLU(f·W), or f itself without one, (n, M)."""
         return features if self.projection is None else self.projection(features)
 
+    def on_stream_start(self, stream: TaskStream) -> None:
+        """Size the warm-up, if any, on the first task."""
+        self.warmup.on_stream_start(stream)
+
     def observe(self, batch: Batch) -> dict[str, float]:
-        """Add the batch's h hᵀ and h yᵀ to G and C (no weight is updated)."""
+        """Add the batch's h hᵀ and h yᵀ to G and C (no weight is updated).
+
+        During a warm-up (RanPAC's Phase 1, SEQ*'s length) the batch trains the model instead
+        and is kept; when it ends the kept batches are added with the frozen encoder.
+        """
+        if self.warmup.active:
+            loss = self.warmup.observe(batch)
+            for kept in self.warmup.release():  # empty until the encoder is frozen
+                self.add(kept)
+            return {"loss": loss}
+        self.add(batch)
+        return {}
+
+    def add(self, batch: Batch) -> None:
+        """Add a batch's projected features to G and C, and keep them for λ."""
         features, labels = frozen_features(self.model, batch), one_label_per_row(batch)
         self.ridge.add(self.project(features), labels)
         self.held.add(features, labels)
-        return {}
 
     def on_task_end(self, task: int) -> None:
         """Choose λ on the task's features and solve W_o = (G + λI)⁻¹ C."""

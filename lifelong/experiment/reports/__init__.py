@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from lifelong.experiment.reports.costs import pareto_markdown, pareto_table, plot_pareto
 from lifelong.experiment.reports.plots import (
     plot_accuracy_matrix,
     plot_summary,
@@ -81,6 +82,9 @@ ReportError = RunDirError
 """A run directory is malformed, or there is nothing to report."""
 
 __all__ = [
+    "pareto_markdown",
+    "pareto_table",
+    "plot_pareto",
     "Comparison",
     "COST_METRICS",
     "DEFAULT_METRICS",
@@ -159,6 +163,9 @@ def _markdown_report(
     text = f"# Forgetting and transfer\n\n{len(records)} finished runs.\n\n{to_markdown(table)}"
     metrics = tuple(dict.fromkeys(table.index.get_level_values("metric")))
     text += "\n" + summary_markdown(summary_table(records, (*metrics, *COST_METRICS)))
+    costs = pareto_markdown(pareto_table(records))
+    if costs:
+        text += "\n## What each result cost\n\n" + costs
     pairs = pairwise_table(records)
     if len(pairs):
         text += "\n" + pairwise_markdown(pairs)
@@ -209,6 +216,9 @@ def command(args: argparse.Namespace) -> int:
     if args.format == "markdown":  # the intervals in the terminal too; the pairs are many
         shown = tuple(dict.fromkeys(table.index.get_level_values("metric")))
         print("\n" + summary_markdown(summary_table(records, shown)), end="")
+        costs = pareto_markdown(pareto_table(records))
+        if costs:
+            print("\n" + costs, end="")
         pairs = len(pairwise_table(records))
         if pairs:
             print(

@@ -77,9 +77,10 @@ def _figure(width: float, height: float) -> Any:
     return figure
 
 
-def _save_png(figure: Any, path: str | Path) -> Path:
+def _save_png(figure: Any, path: str | Path, description: str | None = None) -> Path:
     buf = io.BytesIO()
-    figure.savefig(buf, format="png", dpi=150)
+    metadata = {"Description": description} if description else None
+    figure.savefig(buf, format="png", dpi=150, metadata=metadata)
     figure.clear()
     atomic_write_bytes(path, buf.getvalue())
     return Path(path)
@@ -235,7 +236,9 @@ def write_plots(records: Sequence[RunRecord], out_dir: str | Path) -> list[Path]
     strategies' average accuracy with 95% CI bars (`plot_summary`). Files are
     ``<strategy>_<stream>_<order>_matrix.png``, ``..._curves.png`` (names made safe by
     `safe_name`; a short hash is added should two groups end up with the same name) and
-    ``summary_<stream>_average_accuracy.png``.
+    ``summary_<stream>_average_accuracy.png``, and, where the runs' costs are known, the Pareto
+    view of average accuracy against compute and memory, ``pareto_<stream>.png``
+    (`lifelong.experiment.reports.costs.plot_pareto`).
 
     Args:
         records: The runs (e.g. from `find_runs`).
@@ -255,7 +258,15 @@ def write_plots(records: Sequence[RunRecord], out_dir: str | Path) -> list[Path]
         used.add(stem)
         written.append(plot_accuracy_matrix(group, out_dir / f"{stem}_matrix.png"))
         written.append(plot_task_curves(group, out_dir / f"{stem}_curves.png"))
+    from lifelong.experiment.reports.costs import pareto_table, plot_pareto
+    from lifelong.experiment.reports.tables import metric_label
+
     for stream, group in _group(records, lambda r: r.stream).items():
         name = f"summary_{safe_name(stream)}_average_accuracy.png"
         written.append(plot_summary(group, out_dir / name))
+        costs = pareto_table(group)
+        if not costs.empty and costs["tflops"].notna().any():
+            label = metric_label("average_accuracy", stream)
+            path = out_dir / f"pareto_{safe_name(stream)}.png"
+            written.append(plot_pareto(costs, stream, path, label))
     return written

@@ -31,8 +31,10 @@ log = logging.getLogger(__name__)
 DEFAULT_METRICS = ("pooled_accuracy", "average_accuracy", "bwt", "fwt", "forgetting")
 """The metrics `report_table` reports unless told otherwise (keys of ``metrics.json``)."""
 
-COST_METRICS = ("memory_examples", "minutes", "cpu_minutes")
-"""What a run cost, beside its metrics in the summary: examples in memory at the end, wall
+COST_METRICS = ("memory_examples", "memory_mb", "tflops", "minutes", "cpu_minutes")
+"""What a run cost, beside its metrics in the summary: examples in memory at the end, the
+bytes it holds beside its model (MB) and its compute (10^12 FLOPs; both measured, or derived for
+runs written before they were counted: `lifelong.experiment.reports.costs`), wall
 minutes (``minutes`` is ``metrics.json``'s ``seconds`` / 60, summed over resumed sittings) and
 CPU minutes (``cpu_seconds`` / 60, all threads, likewise summed), which do not grow while a
 run waits for a core another process holds (runs written before they were counted lack them)."""
@@ -44,6 +46,8 @@ METRIC_LABELS = {
     "fwt": "FWT",
     "forgetting": "forgetting",
     "memory_examples": "memory (examples)",
+    "memory_mb": "memory (MB)",
+    "tflops": "compute (TFLOPs)",
     "minutes": "minutes per run",
     "cpu_minutes": "CPU minutes per run",
 }
@@ -151,7 +155,18 @@ MINUTES = {"minutes": "seconds", "cpu_minutes": "cpu_seconds"}
 """Minute keys a report derives from ``metrics.json``'s second counts (key -> seconds key)."""
 
 
+SCALED = {"tflops": ("total_flops", 1e12), "memory_mb": ("memory_bytes", 1e6)}
+"""Cost keys a report derives from ``metrics.json``'s (key -> its key and the unit), measured
+or, for runs that did not measure them, derived (`lifelong.experiment.reports.costs`)."""
+
+
 def _metric(record: RunRecord, key: str) -> float | None:
+    if key in SCALED and key not in record.metrics:
+        from lifelong.experiment.reports.costs import cost_value
+
+        source, unit = SCALED[key]
+        value = cost_value(record, source)
+        return None if value is None else value / unit
     if key in MINUTES and key not in record.metrics:
         seconds = _metric(record, MINUTES[key])
         return None if seconds is None else seconds / 60
@@ -165,6 +180,8 @@ def _metric(record: RunRecord, key: str) -> float | None:
 
 def _has(record: RunRecord, key: str) -> bool:
     """Whether ``metrics.json`` has the key (null included: undefined for this run)."""
+    if key in SCALED and key not in record.metrics:
+        return _metric(record, key) is not None
     if key in MINUTES and key not in record.metrics:
         return _has(record, MINUTES[key])
     value: Any = record.metrics

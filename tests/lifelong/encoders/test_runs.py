@@ -11,6 +11,7 @@ SAMPLE = ["--tasks", "ag_news,yelp", "--train-size", "16", "--test-size", "8"]
 SMALL = {  # keep the costly parts small: the test is that each strategy runs
     "ewc": ["-o", "fisher_samples=8"],
     "mtl": ["-o", "epochs=1"],
+    "ranpac": ["-o", "projection=64"],  # the paper's 10,000 solves take minutes
     **{n: ["-o", "k=4", "-o", "steps=3"] for n in ("mbpa", "mbpa++", "mbpa++-rand", "meta-mbpa")},
 }
 

@@ -12,7 +12,7 @@ from lifelong.mechanisms.prototypes import (
     frozen_features,
     select_ridge,
 )
-from lifelong.strategies.ncm import NCM
+from lifelong.strategies.ncm import NCM, NCMOptions
 from lifelong.strategies.ranpac import RanPAC, RanPACOptions
 from tests.conftest import toy_stream
 
@@ -117,3 +117,53 @@ def test_er_ncm_and_ranpac_are_registered_strategies():
 
     assert {"er", "ncm", "ranpac"} <= set(registry.names())
     assert registry.get("ranpac") is RanPAC and registry.get("ncm") is NCM
+
+
+@pytest.mark.parametrize("strategy", ["ncm", "ranpac"])
+def test_a_warm_up_trains_the_encoder_first_then_adds_the_kept_batches(context, task, strategy):
+    """SEQ*'s warm-up: 3/8 of the first task's batches train, then the encoder is frozen and
+    the warm-up batches' features (by that encoder) join the prototypes."""
+    from lifelong.learner import run_stream
+
+    before = {n: p.detach().clone() for n, p in context.model.encoder.named_parameters()}
+    if strategy == "ncm":
+        learner = NCM(context, NCMOptions(warmup_fraction=0.375))
+    else:
+        learner = RanPAC(context, RanPACOptions(projection=64, warmup_fraction=0.375))
+    stream = toy_stream(n_train=16)
+    run_stream(stream, learner, task, batch_size=4, progress=False)
+    assert learner.warmup.counts.warmup_steps == 2  # ceil(0.375 * 4 batches)
+    assert learner.warmup.counts.frozen and not learner.warmup.held
+    encoder = context.model.encoder
+    moved = [n for n, p in encoder.named_parameters() if not torch.equal(p, before[n])]
+    assert moved and not any(p.requires_grad for p in encoder.parameters())
+    seen = learner.means.counts if strategy == "ncm" else learner.ridge.seen
+    assert int(seen.sum()) == 32  # every training example, the warm-up's included
+
+
+def test_ncm_with_a_warm_up_means_are_the_frozen_encoders_class_means(context, task):
+    from lifelong.learner import run_stream
+    from lifelong.mechanisms.prototypes import frozen_features
+
+    learner = NCM(context, NCMOptions(warmup_fraction=0.375))
+    stream = toy_stream(n_train=16)
+    run_stream(stream, learner, task, batch_size=4, progress=False)
+    examples = [e for t in stream.tasks for e in t.train]
+    batch = task(examples)
+    features = frozen_features(context.model, batch).double()
+    labels = batch.labels
+    for y in labels.unique().tolist():
+        expected = features[labels == y].mean(0)
+        assert torch.allclose(learner.means.means()[y], expected, atol=1e-5)
+
+
+def test_a_warm_up_resumes_with_its_kept_batches(context, task):
+    learner = NCM(context, NCMOptions(warmup_fraction=0.375))
+    learner.on_stream_start(toy_stream(n_train=16))
+    train = toy_stream(n_train=16).tasks[0].train
+    learner.observe(task(list(train[:4])))  # one of two warm-up steps
+    state = learner.state_dict()
+    again = NCM(context, NCMOptions(warmup_fraction=0.375))
+    again.load_state_dict(state)
+    assert again.warmup.active and len(again.warmup.held) == 1
+    assert again.warmup.counts.warmup_steps == 2
