@@ -68,6 +68,25 @@ ava --strategies avalanche:naive,avalanche:replay,avalanche:ewc --orders i,ii,ii
 # The replay-rate ablation on the other three orders, for intervals over all four.
 $PY experiments/text_classification/replay_rate.py --data-dir "$TEXT_DATA" --output-dir "$OUT" \
     --orders i,ii,iii,iv
+# What wins at a budget (issue 65; costs are measured by these runs, not derived): the
+# training-free prototype baselines first (a few minutes a run), then dense replay at
+# Avalanche's memory (M = 200, its own folder) and at the budget's (M = 10,000), the prototype
+# baselines after SEQ*'s warm-up, Avalanche's DER++ and LwF, REPLAY replaying 50% and 100% of the
+# stream, ER on FewRel (NCM classifies by class: not on relations), and the probing runs
+# (SEQ, REPLAY, MbPA++ and ER on two orders).
+text --strategies ncm --orders i,ii,iii,iv --seeds 0,1
+$PY experiments/text_classification/er_memory.py --data-dir "$TEXT_DATA" --output-dir "$OUT" \
+    --sizes 200 --orders i,ii,iii,iv --seeds 0,1
+text --strategies ranpac --orders i,ii,iii,iv --seeds 0,1
+$PY experiments/text_classification/warmed_prototypes.py --data-dir "$TEXT_DATA" \
+    --output-dir "$OUT" --orders i,ii,iii,iv --seeds 0,1
+text --strategies er --orders i,ii,iii,iv --seeds 0,1
+ava --strategies avalanche:der,avalanche:lwf --orders i,ii,iii,iv --seeds 0,1
+$PY experiments/text_classification/replay_rate.py --data-dir "$TEXT_DATA" --output-dir "$OUT" \
+    --ratios 0.5,1.0 --strategies replay --orders i,ii,iii,iv --seeds 0,1
+fewrel --strategies er --orders 0,1,2,3,4 --seeds 0  # NCM: classification only
+$PY experiments/text_classification/probing.py --data-dir "$TEXT_DATA" --output-dir "$OUT" \
+    --strategies seq,replay,mbpa++,er --orders i,ii --seeds 0
 # Longest last: Meta-MbPA's second seed and MbPA++ adapting the top layer too (the wider scope).
 text --strategies meta-mbpa --orders i,ii,iii,iv --seeds 1
 $PY experiments/text_classification/wider_scope.py --data-dir "$TEXT_DATA" --scope top1 \

@@ -71,9 +71,14 @@ def test_the_campaign_runs_the_acceptance_grid_of_both_streams(calls, tmp_path):
     # FewRel is cut from the shared sentences first; the two protocol checks run as scripts
     scripts = [c[1] for c in calls if c[0] == "python"]
     assert scripts[0] == "experiments/fewrel/prepare_cfrl.py"
-    assert {Path(s).name for s in scripts[1:]} == {"replay_rate.py", "wider_scope.py"}
+    budget = {"er_memory.py", "warmed_prototypes.py", "probing.py"}  # what wins at a budget
+    assert {Path(s).name for s in scripts[1:]} == {"replay_rate.py", "wider_scope.py", *budget}
     ablation = [c for c in calls if c[0] == "python" and c[1].endswith("replay_rate.py")]
-    assert ablation[-1][-2:] == ["--orders", "i,ii,iii,iv"]  # order i first, then all four
+    assert ablation[1][-2:] == ["--orders", "i,ii,iii,iv"]  # order i first, then all four
+    assert ablation[2][ablation[2].index("--ratios") + 1] == "0.5,1.0"  # then 50% and 100%
+    for strategy in ("er", "ncm", "ranpac"):  # the simple baselines over the full grid
+        assert {(strategy, o, s) for o in ("i", "ii", "iii", "iv") for s in (0, 1)} <= text
+    assert {("er", str(o), 0) for o in range(5)} <= fewrel
 
 
 def test_meta_mbpa_seed_0_follows_the_seed_1_runs_and_the_longest_runs_come_last(calls):

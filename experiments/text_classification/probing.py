@@ -1,0 +1,66 @@
+"""Where the forgetting is: linear probes after each task, on the real text stream.
+
+    python experiments/text_classification/probing.py --data-dir ../shared/data/text_real
+        [--strategies seq,replay,mbpa++,er] [--orders i,ii] [--seeds 0] [--output-dir runs]
+        [--out table.md] [--collected results/real_budget]
+
+The CPU-budget protocol (``real_budget.yaml``) with ``--probe`` (`lifelong.probing`: a logistic
+regression on the encoder's pooled vectors of each seen task's training rows, scored on its
+test rows, after each task; Tao et al., ICLR 2023). Runs go to
+``<output-dir>/text_real_budget_probe/`` (collected into ``results/real_budget/text_probe``):
+the probes change nothing the run learns, so their accuracy matrices are the budget runs' own.
+The table splits each strategy's forgetting into the probe's (representation forgetting) and
+the rest (head and decision drift), mean [95% CI] over the runs, with the pre-trained
+encoder's probe accuracy and the final one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all
+
+from lifelong.experiment.reports.stats import summary_rows, summary_table
+from lifelong.experiment.rundir import find_runs
+
+METRICS = (
+    "average_accuracy",
+    "forgetting",
+    "probe_forgetting",
+    "head_forgetting",
+    "probe_before",
+    "probe_average_accuracy",
+)
+
+
+def table(root: Path) -> str:
+    """Markdown rows: strategy, runs, then mean [95% CI] of each metric."""
+    header = "| strategy | runs | " + " | ".join(METRICS) + " |"
+    lines = [header, "|---|---|" + "---|" * len(METRICS)]
+    records = find_runs(root) if root.is_dir() else []
+    for _, strategy, runs, cells in sorted(summary_rows(summary_table(records, METRICS))):
+        lines.append(f"| {strategy} | {runs} | {' | '.join(cells)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--strategies", default="seq,replay,mbpa++,er")
+    add_grid_arguments(parser)
+    args = parser.parse_args(argv)
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    budget = budget_sweep(args, strategies, probe=True)
+    sweep = dataclasses.replace(budget, name=f"{budget.name}_probe")
+    if args.collected:
+        root = collected(Path(args.collected), sweep)
+    else:
+        run_all([sweep])
+        root = sweep.root
+    emit(table(root), args.out)
+
+
+if __name__ == "__main__":
+    main()
