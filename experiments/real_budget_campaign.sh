@@ -74,7 +74,7 @@ $PY experiments/text_classification/replay_rate.py --data-dir "$TEXT_DATA" --out
 # baselines after SEQ*'s warm-up, Avalanche's DER++ and LwF, REPLAY replaying 50% and 100% of the
 # stream, ER on FewRel (NCM classifies by class: not on relations), and the probing runs
 # (SEQ, REPLAY, MbPA++ and ER on two orders).
-text --strategies ncm --orders i,ii,iii,iv --seeds 0,1
+text --strategies ncm --orders i,ii,iii,iv --seeds 0  # no seed enters NCM: seed 1 repeats it
 $PY experiments/text_classification/er_memory.py --data-dir "$TEXT_DATA" --output-dir "$OUT" \
     --sizes 200 --orders i,ii,iii,iv --seeds 0,1
 text --strategies ranpac --orders i,ii,iii,iv --seeds 0,1
