@@ -78,3 +78,18 @@ def test_probing_is_refused_on_other_kinds(tokenizer):
     relation = build_task("relation", tokenizer, LABELS, TaskSettings(max_length=32))
     with pytest.raises(ValueError, match="not on a relation stream"):
         LinearProbe(model(), relation, toy_stream())
+
+
+def test_the_report_splits_the_forgetting_of_probing_runs(tmp_path):
+    import lifelong
+    from lifelong.experiment.reports import write_report
+    from tests.conftest import tiny_demo
+
+    for seed in (0, 1):
+        config = tiny_demo(tmp_path / "runs", strategy="seq", probe=True, seed=seed)
+        lifelong.run(config.replace(train_size=16, test_size=8))
+    text = write_report(tmp_path / "runs", tmp_path / "report")["report.md"].read_text()
+    assert "## Where the forgetting is (linear probes)" in text
+    assert "2 runs with --probe" in text and "representation forgetting (probe)" in text
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.name.endswith("s0")]
+    assert (run_dir / "probing.csv").read_text().startswith("row,ag_news,yelp\nbefore,")

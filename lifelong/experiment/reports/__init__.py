@@ -157,6 +157,31 @@ def _write_report(
     return written
 
 
+PROBING_METRICS = (
+    "forgetting",
+    "probe_forgetting",
+    "head_forgetting",
+    "probe_before",
+    "probe_average_accuracy",
+)
+"""A probing run's split of forgetting (`lifelong.probing.probe_metrics`), as reported."""
+
+
+def probing_markdown(records: Sequence[RunRecord]) -> str:
+    """The section on where the forgetting is, over the runs that probed (``--probe``), or ""."""
+    probed = [r for r in records if r.metrics.get("probe_forgetting") is not None]
+    if not probed:
+        return ""
+    return (
+        "## Where the forgetting is (linear probes)\n\n"
+        f"{len(probed)} runs with --probe: the model's forgetting, the probe's (representation "
+        "forgetting: a logistic regression on the encoder's features of each task, refitted "
+        "after each task), the rest (head and decision drift), the pre-trained encoder's probe "
+        "accuracy and the final one (mean [95% CI]).\n\n"
+        + summary_markdown(summary_table(probed, PROBING_METRICS))
+    )
+
+
 def _markdown_report(
     table: pd.DataFrame, records: list[RunRecord], images: list[Path], out_dir: Path
 ) -> str:
@@ -166,6 +191,9 @@ def _markdown_report(
     costs = pareto_markdown(pareto_table(records))
     if costs:
         text += "\n## What each result cost\n\n" + costs
+    probed = probing_markdown(records)
+    if probed:
+        text += "\n" + probed
     pairs = pairwise_table(records)
     if len(pairs):
         text += "\n" + pairwise_markdown(pairs)
@@ -219,6 +247,9 @@ def command(args: argparse.Namespace) -> int:
         costs = pareto_markdown(pareto_table(records))
         if costs:
             print("\n" + costs, end="")
+        probed = probing_markdown(records)
+        if probed:
+            print("\n" + probed, end="")
         pairs = len(pairwise_table(records))
         if pairs:
             print(
