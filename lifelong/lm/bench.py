@@ -8,10 +8,11 @@ the module's memory; ``transformer`` reads each segment on its own (no memory) a
 model plus a datastore over the training text (`lifelong.lm.knn_lm`): its gain over
 ``transformer`` is the datastore's alone. Every row scores the validation text as two halves
 (``val_bpc`` over both, ``heldout_bpc`` over the second); kNN-LM's k and λ are chosen on the
-first half, so the second is where the two compare on text neither tuned on. ``spalm`` is a
-Transformer-XL with SPALM's gated long-term memory over that same datastore (keys from the
-frozen ``transformer`` row's model: `lifelong.lm.spalm`); its row adds the gate's distribution
-over the validation tokens.
+first half (the grid widened until the best pair is inside it: `KNNLM.tune`), so only the
+second is scored for it (its ``val_bpc`` is null) and the rows compare on text none tuned on.
+``spalm`` is a Transformer-XL with SPALM's gated long-term memory over that same datastore
+(keys from the frozen ``transformer`` row's model: `lifelong.lm.spalm`); its row adds the
+gate's distribution over the validation tokens.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class Row:
 
     module: str
     params: int
-    val_bpc: float
+    val_bpc: float | None
     heldout_bpc: float
     train_tokens_per_s: float
     eval_tokens_per_s: float
@@ -100,6 +101,12 @@ class Row:
     final_train_loss: float | None = None
     seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+SPARSE_VALUES = frozenset({"pkm"})
+"""Families whose memory values train with sparse updates (`train_lm`'s `SparseAdam` at
+``TrainSettings.sparse_lr``): PKM, as Lample et al. (2019, §4.2) train its value table (the
+lookups read k rows per token; a dense AdamW with weight decay would move all 16,384)."""
 
 
 def build_lm(
@@ -124,9 +131,11 @@ def build_lm(
     )
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        options = {}
+        options: dict[str, Any] = {}
         if name in STRUCTURE_AWARE and chars is not None:
             options = boundary_ids(lambda c: chars.index(c) if c in chars else None)
+        if name in SPARSE_VALUES:  # Lample et al. §4.2: sparse Adam on the value table
+            options["sparse"] = True
         module = build_memory_module("transformer" if full else name, config, segment, **options)
         return CausalLM(module, segment)
 
@@ -233,15 +242,14 @@ def _knn_row(
     window, batch = settings.window, settings.eval_batch_size
     knn = KNNLM(model, store)
     tune, held = _halves(corpus)
-    losses = knn.tune(tune, window, batch_size=batch)  # its best pair's loss: the first half's
+    knn.tune(tune, window, batch_size=batch)  # on the first half: it is not scored
     held_nats, rate = evaluate_lm(
         model, held, window, batch_size=batch, device=device, log_probs=knn.log_probs
     )
-    val, _ = _validation(corpus, window, (losses[(knn.k, knn.lam)], rate), (held_nats, rate))
     return replace(
         base,
         module=KNN_LM,
-        val_bpc=bits(val),
+        val_bpc=None,  # k and λ were chosen on the first half: only the second is scored
         heldout_bpc=bits(held_nats),
         eval_tokens_per_s=rate,
         datastore=len(store),
@@ -249,6 +257,7 @@ def _knn_row(
         extra={
             "k": knn.k,
             "lambda": knn.lam,
+            "grid": knn.grid,
             "eval_cost_vs_lm": base.eval_tokens_per_s / rate,
             "index": store.index_choice.describe() if store.index_choice else None,
         },
@@ -373,11 +382,16 @@ def markdown(rows: Sequence[Row], settings: BenchSettings, steps: int, seed: int
     for r in rows:
         store = f"{r.datastore:,}" if r.datastore is not None else ""
         lines.append(
-            f"| {r.module} | {r.params:,} | {r.val_bpc:.3f} | {r.heldout_bpc:.3f} | "
+            f"| {r.module} | {r.params:,} | {_bpc(r.val_bpc)} | {r.heldout_bpc:.3f} | "
             f"{r.train_tokens_per_s:,.0f} | {r.eval_tokens_per_s:,.0f} | {r.memory_mb:.1f} | "
             f"{store} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _bpc(value: float | None) -> str:
+    """A bpc cell: ``–`` where the row does not score that text (kNN-LM's tuning half)."""
+    return "–" if value is None else f"{value:.3f}"
 
 
 class TooLargeError(ValueError):
@@ -519,7 +533,7 @@ def command(args: argparse.Namespace) -> int:
         print(f"resuming: {', '.join(done)} already in {args.json} (same budget)")
 
     def show(row: Row) -> None:
-        print(f"{row.module}: val bpc {row.val_bpc:.3f} ({row.seconds:.0f} s)", flush=True)
+        print(f"{row.module}: val bpc {_bpc(row.val_bpc)} ({row.seconds:.0f} s)", flush=True)
         written[row.module] = row
         if args.json:  # after every row, so a stopped run keeps what it measured
             _write_rows(Path(args.json), budget, _file_order(written, modules))
@@ -589,7 +603,7 @@ def _read_row(values: Any) -> Row:
     numbers = ("params", "val_bpc", "heldout_bpc", "train_tokens_per_s", "eval_tokens_per_s")
     for key in (*numbers, "memory_mb", "datastore", "final_train_loss", "seconds"):
         value = getattr(row, key)
-        optional = key in ("datastore", "final_train_loss")
+        optional = key in ("datastore", "final_train_loss", "val_bpc")
         if (value is None and optional) or (
             isinstance(value, int | float) and not isinstance(value, bool)
         ):

@@ -145,6 +145,10 @@ def interpolate(log_p_lm: torch.Tensor, p_knn: torch.Tensor, lam: float) -> torc
     return torch.logaddexp(log_knn + np.log(lam), log_p_lm.double() + np.log1p(-lam))
 
 
+LAMBDA_LIMIT = 0.9
+"""The largest λ `KNNLM.tune` tries (λ < 1: the LM's distribution must keep some weight)."""
+
+
 class KNNLM:
     """A trained `CausalLM` and its datastore, mixed as the paper does.
 
@@ -172,6 +176,7 @@ class KNNLM:
         check_positive(temperature=temperature)
         self.model, self.memory = model, memory
         self.k, self.lam, self.temperature = k, lam, temperature
+        self.grid: dict[str, list[float]] = {}  # what `tune` searched
 
     @torch.no_grad()
     def log_probs(
@@ -195,10 +200,40 @@ class KNNLM:
         lams: Sequence[float] = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5),
         batch_size: int = 64,
     ) -> dict[tuple[int, float], float]:
-        """Choose k and λ by nats per character on ``data`` (one search, at the largest k).
+        """Choose k and λ by nats per character on ``data``, widening the grid past its edge.
 
-        Sets ``self.k`` and ``self.lam`` to the best pair and returns every pair's loss.
+        Khandelwal et al. (2020, §5: k up to 1,024, λ 0.25 on Wikitext-103) tune both on held
+        out text; a best pair on the grid's largest k or λ says the optimum may lie beyond it,
+        so the grid grows (k doubled while the memory holds that many; λ by 0.1 up to
+        `LAMBDA_LIMIT`) until the best pair is inside it or a limit is reached. Sets ``self.k``,
+        ``self.lam`` and ``self.grid`` (the k and λ searched) and returns every pair's loss.
         """
+        ks, lams = sorted(set(ks)), sorted(set(lams))
+        losses: dict[tuple[int, float], float] = {}
+        while True:
+            losses = self._grid_losses(data, window, ks, lams, batch_size)
+            best_k, best_lam = min(losses, key=losses.get)
+            wider_k = best_k == ks[-1] and 2 * ks[-1] <= len(self.memory)
+            wider_lam = best_lam == lams[-1] and lams[-1] + 0.1 <= LAMBDA_LIMIT + 1e-9
+            if not (wider_k or wider_lam):
+                break
+            if wider_k:
+                ks.append(2 * ks[-1])
+            if wider_lam:
+                lams.append(round(lams[-1] + 0.1, 2))
+        self.k, self.lam = min(losses, key=losses.get)
+        self.grid = {"k": list(ks), "lambda": list(lams)}
+        return losses
+
+    def _grid_losses(
+        self,
+        data: np.ndarray,
+        window: int,
+        ks: Sequence[int],
+        lams: Sequence[float],
+        batch_size: int,
+    ) -> dict[tuple[int, float], float]:
+        """Nats per character on ``data`` of every (k, λ) (one search, at the largest k)."""
         self.model.eval()
         k_max = min(max(ks), len(self.memory))
         totals = {(k, lam): 0.0 for k in ks for lam in lams}

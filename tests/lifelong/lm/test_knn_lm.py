@@ -113,3 +113,21 @@ def test_entries_an_approximate_index_did_not_find_weigh_nothing(trained, monkey
     assert torch.allclose(p.sum(-1), torch.ones(5, dtype=p.dtype))
     two = type(full)(full.distances[:, :2], full.tokens[:, :2])
     assert torch.allclose(p, knn_distribution(two, vocab.size))
+
+
+def test_tuning_widens_the_grid_until_the_best_pair_is_inside_it(trained):
+    """A best pair on the grid's largest k or λ is not an optimum: the search goes on past it
+    (k doubled while the datastore holds that many, λ up to `LAMBDA_LIMIT`)."""
+    from lifelong.lm.knn_lm import LAMBDA_LIMIT
+
+    model, data, _ = trained
+    memory = build_datastore(model, data[:800], 16)
+    knn = KNNLM(model, memory)
+    losses = knn.tune(data[800:], 16, ks=(1,), lams=(0.0,))  # a grid of one pair: its edge
+    grid = knn.grid
+    assert losses[(knn.k, knn.lam)] == min(losses.values())
+    assert grid["k"][:2] == [1, 2] and grid["lambda"][:2] == [0.0, 0.1]  # both widened
+    inside_k = knn.k < grid["k"][-1] or 2 * grid["k"][-1] > len(memory)
+    inside_lam = knn.lam < grid["lambda"][-1] or grid["lambda"][-1] + 0.1 > LAMBDA_LIMIT
+    assert inside_k and inside_lam
+    assert set(losses) == {(k, lam) for k in grid["k"] for lam in grid["lambda"]}
