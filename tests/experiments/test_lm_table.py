@@ -105,3 +105,27 @@ def test_spalms_gate_distribution_is_reported_per_seed(lm_table, tmp_path):
     s0 = _file(tmp_path, 0, [_row("transformer-xl", 2.5), _row("spalm", 2.4, extra=gate)])
     text = lm_table.main([str(s0)])
     assert "seed 0: mean 0.970; 5.0% of validation characters below 0.9, 0.01% below 0.5" in text
+
+
+def test_a_causal_memory_transformers_tokens_read_nothing_so_its_claim_is_not_judged(lm_table):
+    """Under the causal mask the [mem] tokens come first and attend only to each other: their
+    outputs are the same for every input, so the LM table cannot test the paper's claim."""
+    import torch
+
+    from lifelong.encoders.layers import ModuleConfig
+    from lifelong.encoders.memory_modules import build_memory_module
+
+    config = ModuleConfig(vocab_size=20, d_model=16, heads=2, layers=2, ffn=32, causal=True,
+                          max_positions=8, dropout=0.0)  # fmt: skip
+    module = build_memory_module("memory-transformer", config, 8).eval()
+    seen = []
+    module.layers[-1].register_forward_hook(lambda m, args, out: seen.append(out))
+    for seed in (0, 1):
+        ids = torch.randint(0, 20, (1, 8), generator=torch.Generator().manual_seed(seed))
+        module.step(ids, torch.ones_like(ids), None)
+    slots = module.slots  # the [mem] positions come first: (1, slots + 8, d)
+    assert torch.equal(seen[0][:, :slots], seen[1][:, :slots])  # the same for every input
+    assert not torch.equal(seen[0][:, slots:], seen[1][:, slots:])
+    (claim,) = [c for c in lm_table.CLAIMS if c.module == "memory-transformer"]
+    diffs, verdict = lm_table.judge(claim, [(0, {})])
+    assert verdict.startswith("not applicable") and "read" in verdict
