@@ -25,7 +25,7 @@ from lifelong.encoders.names import (  # noqa: F401 (re-exported)
     check_encoder_name,
     encoder_entry,
 )
-from lifelong.encoders.segments import DocumentEncoder
+from lifelong.encoders.segments import DocumentEncoder, SegmentWrap
 
 TEXT_MODULE_SIZES = ModuleConfig(d_model=128, heads=4, layers=2, ffn=256, dropout=0.1)
 """Sizes of the memory modules on text streams (vocabulary: the MiniLM tokenizer's)."""
@@ -72,7 +72,11 @@ def load_run_encoder(
     if entry.bert is not None:
         bert = load_encoder(entry.bert, seed=seed)
         module = resolve(entry.build)(bert, segment_length, seed)
-        return DocumentEncoder(module, segment_length, passes=passes)
+        wrap = None
+        if entry.wrap_segments:  # each segment [CLS] text [SEP], as the BERT was trained
+            tokens = load_tokenizer(entry.bert)
+            wrap = SegmentWrap(tokens.cls_token_id, tokens.sep_token_id)
+        return DocumentEncoder(module, segment_length, passes=passes, wrap=wrap)
     tokenizer = load_tokenizer(MINILM)
     config = replace(TEXT_MODULE_SIZES, vocab_size=len(tokenizer), max_positions=segment_length)
     options = {}

@@ -43,6 +43,8 @@ class EncoderEntry:
         structure_aware: Whether its builder takes the vocabulary's sentence and paragraph
             boundary token ids (`lifelong.encoders.segatron.boundary_ids`).
         slots: Memory tokens that take positions of the BERT under it (RMT on a BERT).
+        wrap_segments: Read every segment as ``[CLS] tokens [SEP]`` (`SegmentWrap`), as
+            Bulatov et al. (2023) feed their BERT, instead of raw slices of one tokenised input.
 
     """
 
@@ -54,6 +56,7 @@ class EncoderEntry:
     passes: int = 1
     structure_aware: bool = False
     slots: int = 0
+    wrap_segments: bool = False
 
     @property
     def plumbing_only(self) -> bool:
@@ -98,6 +101,7 @@ ENCODERS: dict[str, EncoderEntry] = {
         build="lifelong.encoders.factory:rmt_on_bert",
         bert=MINILM,
         slots=RMT_BERT_SLOTS,
+        wrap_segments=True,  # Bulatov et al. 2023: [CLS] segment [SEP] each
     ),
     "rmt-tiny": EncoderEntry(
         "RMT (Bulatov et al. 2023)",
@@ -106,6 +110,7 @@ ENCODERS: dict[str, EncoderEntry] = {
         build="lifelong.encoders.factory:rmt_on_bert",
         bert=TINY,
         slots=RMT_BERT_SLOTS,
+        wrap_segments=True,  # Bulatov et al. 2023: [CLS] segment [SEP] each
     ),
     "transformer": EncoderEntry(
         "baseline",

@@ -10,6 +10,7 @@ Memformer, ∞-former, Memoria, Memorizing) plugs into the classification stream
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,6 +19,86 @@ from torch import nn
 from lifelong.encoders.base import EncoderOutput
 from lifelong.encoders.checks import check_at_least
 from lifelong.encoders.layers import ModuleConfig, TokenEmbedding, TransformerLayer, segment_mask
+
+
+@dataclass(frozen=True)
+class SegmentWrap:
+    """Read every segment as ``[CLS] tokens [SEP]``: how a BERT under a memory sees a segment.
+
+    Bulatov et al. (2023, "Scaling Transformer to 1M tokens and beyond with RMT", §2 and their
+    BERT runs) cut the text, not its tokenisation, into segments and give each the BERT's
+    special tokens, so the pooled [CLS] of the last segment is a real [CLS] (not, as with raw
+    slices of one tokenised input, whatever word piece starts that slice).
+
+    Attributes:
+        cls: The [CLS] token id.
+        sep: The [SEP] token id.
+
+    """
+
+    cls: int
+    sep: int
+
+    def segments(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, length: int
+    ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor, torch.Tensor]:
+        """The wrapped segments and where each input position's vector is read from.
+
+        Args:
+            input_ids: One tokenised input per row, (b, T), with its own [CLS]/[SEP].
+            attention_mask: (b, T), 1 = real token.
+            length: Tokens per segment, the two special tokens included.
+
+        Returns:
+            The segments as (ids, mask), each (b, length) (a row with no text left in a
+            segment has an all-zero mask); and, per input position (b, T), the segment and
+            the position in it whose vector stands for it (-1 for padding): text tokens their
+            own, the input's [CLS] the first segment's, its [SEP] the last segment's.
+
+        """
+        check_at_least(3, segment_length=length)
+        b, total = input_ids.shape
+        chunk = length - 2
+        real = attention_mask.bool()
+        text = real & (input_ids != self.cls) & (input_ids != self.sep)
+        counts = text.sum(dim=1).tolist()
+        n = max(1, max(-(-c // chunk) for c in counts))
+        ids = input_ids.new_zeros(n, b, length)
+        mask = attention_mask.new_zeros(n, b, length)
+        where = torch.full((b, total), -1, dtype=torch.long, device=input_ids.device)
+        place = torch.zeros((b, total), dtype=torch.long, device=input_ids.device)
+        for r in range(b):
+            positions = text[r].nonzero().squeeze(1)  # (c,) the row's text, in order
+            last = max(0, -(-counts[r] // chunk) - 1)
+            for s in range(last + 1):
+                part = positions[s * chunk : (s + 1) * chunk]
+                k = len(part)
+                ids[s, r, 0], ids[s, r, 1 : k + 1], ids[s, r, k + 1] = (
+                    self.cls,
+                    input_ids[r, part],
+                    self.sep,
+                )
+                mask[s, r, : k + 2] = 1
+                where[r, part], place[r, part] = s, torch.arange(1, k + 1, device=place.device)
+            specials = real[r] & ~text[r]
+            first = specials & (input_ids[r] == self.cls)
+            where[r, first], place[r, first] = 0, 0
+            end = specials & (input_ids[r] != self.cls)
+            k = counts[r] - last * chunk
+            where[r, end], place[r, end] = last, k + 1
+        return [(ids[s], mask[s]) for s in range(n)], where, place
+
+
+def aligned_hidden(
+    hidden: list[torch.Tensor], where: torch.Tensor, place: torch.Tensor
+) -> torch.Tensor:
+    """Wrapped segments' vectors (each (b, L, d)) at the input's positions, (b, T, d)."""
+    b, total = where.shape
+    out = hidden[0].new_zeros(b, total, hidden[0].shape[-1])
+    for s, vectors in enumerate(hidden):
+        rows, cols = (where == s).nonzero(as_tuple=True)
+        out[rows, cols] = vectors[rows, place[rows, cols]]
+    return out
 
 
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -166,6 +247,8 @@ class DocumentEncoder(nn.Module):
         passes: Read the document this many times, each pass starting from the memory the
             previous one left; the outputs are the last pass's (2: ERNIE-Doc's retrospective
             feed).
+        wrap: Read each segment as ``[CLS] text [SEP]`` (`SegmentWrap`: RMT on a BERT, as
+            Bulatov et al.); ``hidden`` still has one vector per input position.
 
     """
 
@@ -176,8 +259,10 @@ class DocumentEncoder(nn.Module):
         *,
         truncate: bool = False,
         passes: int = 1,
+        wrap: SegmentWrap | None = None,
     ):
         super().__init__()
+        self.wrap = wrap
         check_at_least(1, segment_length=segment_length, passes=passes)
         self.module = module
         self.segment_length = segment_length
@@ -197,11 +282,9 @@ class DocumentEncoder(nn.Module):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, memory: Any = None
     ) -> EncoderOutput:
         """One pass over the document's segments, starting from ``memory``."""
-        b, total = input_ids.shape
         hidden, pooled = [], None
-        for start in range(0, total, self.segment_length):
-            ids = input_ids[:, start : start + self.segment_length]  # (b, t)
-            mask = attention_mask[:, start : start + self.segment_length]  # (b, t)
+        segments, aligned = self._segments(input_ids, attention_mask)
+        for ids, mask in segments:  # (b, t) each
             rows = mask.any(dim=1)  # (b,)
             if not bool(rows.any()):
                 hidden.append(ids.new_zeros(*ids.shape, self.hidden_size, dtype=torch.float))
@@ -215,8 +298,31 @@ class DocumentEncoder(nn.Module):
             memory = _detach(out.memory) if self.truncate else out.memory
         if pooled is None:
             raise ValueError("every row of the batch is empty (attention_mask is all zeros)")
-        hidden_states = torch.cat(hidden, dim=1).to(pooled.dtype)  # (b, T, d)
+        if aligned is not None:  # each input position's vector, from its wrapped segment
+            hidden_states = aligned_hidden(hidden, *aligned).to(pooled.dtype)  # (b, T, d)
+        else:
+            hidden_states = torch.cat(hidden, dim=1).to(pooled.dtype)  # (b, T, d)
         return EncoderOutput(hidden=hidden_states, pooled=pooled, memory=memory)
+
+    def _segments(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+    ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], tuple[torch.Tensor, ...] | None]:
+        """The segments read in turn, and where the input's positions are in them.
+
+        Slices of the input (their vectors concatenate to the input's positions: None), or
+        wrapped segments (`SegmentWrap`) with the segment and position of each input position.
+        """
+        if self.wrap is not None:
+            segments, where, place = self.wrap.segments(
+                input_ids, attention_mask, self.segment_length
+            )
+            return segments, (where, place)
+        length = self.segment_length
+        slices = [
+            (input_ids[:, s : s + length], attention_mask[:, s : s + length])
+            for s in range(0, input_ids.shape[1], length)
+        ]
+        return slices, None
 
     def auxiliary_loss(self) -> torch.Tensor | None:
         """The wrapped module's regulariser, if it has one."""

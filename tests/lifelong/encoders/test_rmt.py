@@ -208,3 +208,34 @@ def test_causal_mask_lets_each_memory_block_see_itself_whole_and_no_token_a_late
         ]
     )
     assert torch.equal(mask, expected)
+
+
+def test_every_rmt_bert_segment_starts_with_cls_and_ends_with_sep(tokenizer):
+    """Bulatov et al. (2023) give each segment the BERT's special tokens; raw slices of one
+    tokenised input left every segment but the first starting mid-text ("lazy")."""
+    from lifelong.encoders.factory import load_run_encoder
+
+    encoder = load_run_encoder("rmt-tiny", segment_length=8)
+    seen = []
+    module = encoder.module
+    original = module.forward
+
+    def spy(ids, mask, **kwargs):
+        seen.append((ids.clone(), mask.clone()))
+        return original(ids, mask, **kwargs)
+
+    module.forward = spy
+    texts = ["the quick brown fox jumps over the lazy dog again and again", "short"]
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    out = encoder(batch["input_ids"], batch["attention_mask"])
+    text = int(batch["attention_mask"][0].sum()) - 2  # the long row's tokens, [CLS]/[SEP] aside
+    assert len(seen) == -(-text // 6) >= 2  # 6 of them per segment of 8
+    for ids, mask in seen:
+        for row, row_mask in zip(ids, mask):
+            if row_mask.any():
+                length = int(row_mask.sum())
+                assert row[0] == tokenizer.cls_token_id
+                assert row[length - 1] == tokenizer.sep_token_id
+    # one vector per input position: the text's own, [CLS] the first segment's, padding zero
+    assert out.hidden.shape[:2] == batch["input_ids"].shape
+    assert not out.hidden[1, int(batch["attention_mask"][1].sum()) :].any()
