@@ -526,7 +526,7 @@ def command(args: argparse.Namespace) -> int:
             bars[name] = tqdm(total=total, desc=name, leave=False)
         bars[name].update(1)
 
-    budget = {**asdict(settings), "seed": args.seed, "corpus": str(corpus.path)}
+    budget = {**asdict(settings), "seed": args.seed, **corpus_identity(corpus.path)}
     written = _finished_rows(Path(args.json), budget) if args.json else {}
     done = [m for m in modules if m in written]
     if done:
@@ -556,6 +556,18 @@ def _file_order(rows: dict[str, Row], modules: Sequence[str]) -> list[Row]:
     """The rows of ``modules`` in their order, then rows an earlier run wrote for others."""
     earlier = [row for name, row in rows.items() if name not in modules]
     return [rows[m] for m in modules if m in rows] + earlier
+
+
+def corpus_identity(path: str | Path) -> dict[str, str]:
+    """The corpus as a budget names it: its file name and a digest of its bytes.
+
+    Not its path: a JSON written in one checkout resumes in another (or after the file moved)
+    as long as the text is the same, and is refused when the text differs.
+    """
+    import hashlib
+
+    data = Path(path).read_bytes()
+    return {"corpus": Path(path).name, "corpus_sha256": hashlib.sha256(data).hexdigest()[:16]}
 
 
 def _write_rows(path: Path, budget: dict[str, Any], rows: Sequence[Row]) -> None:

@@ -128,3 +128,37 @@ def test_pkm_trains_its_values_with_sparse_updates_as_the_paper():
     assert values.grad is not None and values.grad.is_sparse  # only the rows read
     dense = {id(p) for g in adamw(model, 1e-3).param_groups for p in g["params"]}
     assert id(values) not in dense and TrainSettings().sparse_lr == 1e-3
+
+
+def test_a_json_resumes_from_another_copy_of_the_same_corpus_but_not_another_text(
+    corpus, tmp_path, capsys
+):
+    """The budget names the corpus by file name and digest, not path: a checkout elsewhere (or a
+    moved file) resumes; other text is refused."""
+    out = tmp_path / "lm.json"
+    assert lm(corpus, "--modules", "transformer", "--json", str(out)) == 0
+    budget = json.loads(out.read_text())["budget"]
+    assert budget["corpus"] == "corpus.txt" and len(budget["corpus_sha256"]) == 16
+    moved = tmp_path / "elsewhere" / "corpus.txt"
+    moved.parent.mkdir()
+    moved.write_bytes(corpus.read_bytes())
+    assert lm(moved, "--modules", "transformer,memsizer", "--json", str(out)) == 0
+    assert set(json.loads(out.read_text())["modules"]) == {"transformer", "memsizer"}
+    moved.write_text("other text entirely. " * 100, encoding="utf-8")
+    capsys.readouterr()
+    assert lm(moved, "--modules", "pkm", "--json", str(out)) != 0
+    assert "corpus_sha256" in capsys.readouterr().err
+
+
+def test_the_committed_tables_resume_with_the_shipped_corpus():
+    from pathlib import Path
+
+    from lifelong.lm.bench import corpus_identity
+
+    root = Path(__file__).parents[3]
+    shipped = corpus_identity(
+        root / "lifelong" / "streams" / "samples" / "tinyshakespeare" / "input.txt"
+    )
+    for name in ("lm_s0.json", "lm_s1.json", "lm_2layers_s0.json"):
+        budget = json.loads((root / "results" / "lm" / name).read_text())["budget"]
+        assert {k: budget[k] for k in shipped} == shipped, name
