@@ -44,6 +44,10 @@ DISPLAY = {
     "Avalanche Replay": "avalanche:replay",
     "Avalanche EWC": "avalanche:ewc",
     "MTL": "mtl",
+    "NCM": "ncm",
+    "NCM (no training)": "ncm",
+    "RanPAC": "ranpac",
+    "ER": "er",
     "MTL (upper bound)": "mtl",
 }
 """The pages' strategy names; a registry name (the results page's) stands for itself."""
@@ -58,6 +62,7 @@ TEXT_HEADER = "| strategy | runs | average accuracy | BWT | FWT | forgetting |"
 FEWREL_HEADER = "| strategy | runs | pooled accuracy | average accuracy | BWT | FWT | forgetting |"
 FEWREL_BY_COLUMN = "| strategy | SEQ | A-GEM | REPLAY |"
 CLAIMS_HEADER = "| the papers' claim |"
+COMPARISON_HEADER = "| comparison (a − b) |"
 
 
 def markdown_tables(path: Path, header: str) -> list[list[list[str]]]:
@@ -266,3 +271,27 @@ def test_the_wider_scope_table_is_the_scripts_report_of_the_committed_runs(wider
                 f"wider_scope.py --collected results/real_budget --scope {scope} --orders ...`"
             )
         assert paired.strip() in page, f"{RESULTS_PAGE.name}: no {paired.strip()!r}"
+
+
+@cache
+def records(where: str) -> tuple:
+    return tuple(find_runs(RESULTS / where))
+
+
+def test_every_comparison_table_is_the_paired_report_of_the_committed_runs():
+    """Rows ``A − B``: the mean paired difference (a − b) and its 95% interval, the pairs and
+    the verdict, as `lifelong report --compare a,b` gives them on the committed text runs."""
+    from lifelong.experiment.reports.stats import compare
+
+    tables = markdown_tables(RESULTS_PAGE, COMPARISON_HEADER)
+    assert tables, "the results page has a comparison table"
+    for table in tables:
+        metric = LABELED[table[0][1].split(",")[0]]
+        for row in table[1:]:
+            a, b = (strategy(n.strip()) for n in row[0].split(" − "))
+            (found,) = compare(records("text"), a, b, metric, stream="text")
+            d = found.difference
+            want = [f"{v:.1f}" for v in (d.mean, d.low, d.high)]
+            assert numbers(row[1]) == want, f"{row[0]}: {row[1]!r}; the runs give {want}"
+            assert int(row[2]) == d.n, f"{row[0]}: {row[2]} pairs; the runs give {d.n}"
+            assert row[3] == found.verdict, f"{row[0]}: {row[3]!r}; the runs: {found.verdict!r}"
