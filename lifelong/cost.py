@@ -22,7 +22,9 @@ text for classification, one per candidate relation (FewRel) or context window (
 taken with gradients enabled is counted as backpropagated too (every such forward here feeds a
 loss). Work that is not a module call (RanPAC's ridge solves) is added with `add_flops`.
 Under ``torch.func.vmap`` (batched local adaptation) a module sees one example; the meter counts
-the batched tensor underneath, so vmapped calls count every example.
+the batched tensor underneath, so vmapped calls count every example. Inside a ``torch.compile``d
+module the hooks do nothing (the compiled module's own call is counted, from outside it), so
+the meter adds no graphs and no guards.
 
 **Bytes held** (`held_bytes`): what a strategy keeps beside its model at the end of a run: its
 episodic memory's stored token ids and keys, EWC's Fisher and anchor, NCM's class sums, RanPAC's
@@ -220,6 +222,8 @@ def metering(meter: CostMeter) -> Iterator[CostMeter]:
     """Count every outermost module call with ``meter`` while inside (global module hooks)."""
 
     def before(module: nn.Module, args: tuple[Any, ...]) -> None:
+        if torch.compiler.is_compiling():  # inside a compiled module: its call was counted
+            return
         if meter.depth == 0 and (x := _first_tensor(args)) is not None:
             if getattr(module, "runs_from_stages", False) and x.is_floating_point():
                 meter.transparent.append(module)  # the model from a stage: its parts count
@@ -230,6 +234,8 @@ def metering(meter: CostMeter) -> Iterator[CostMeter]:
         meter.depth += 1
 
     def after(module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        if torch.compiler.is_compiling():
+            return
         if meter.transparent and meter.transparent[-1] is module and meter.depth == 0:
             meter.transparent.pop()
         elif meter.depth > 0:

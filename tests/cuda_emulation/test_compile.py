@@ -45,8 +45,13 @@ def test_a_compiled_encoder_compiles_a_few_graphs_and_never_falls_back(name, opt
     context = StrategyContext(model, task, lr=1e-3, batch_size=4, seed=0)
     strategy = registry.build(name, context, {**options_for(name), **options})
     stream = toy_stream(n_train=22, n_test=9)  # a last batch of another size
-    run_stream(stream, strategy, task, batch_size=4, eval_batch_size=4, progress=False)
+    result = run_stream(stream, strategy, task, batch_size=4, eval_batch_size=4, progress=False)
     report = compile_report()
+    if name == "seq":  # the cost meter counts the compiled model's calls, from outside it
+        train = sum(len(t.train) for t in stream.tasks)
+        assert (
+            result.cost["train"]["forward_rows"] == result.cost["train"]["backward_rows"] == train
+        )
     assert backend.frame_count <= GRAPHS and report["graphs"] <= GRAPHS, report
     assert report["failed"] == 0, dict(counters["unimplemented"])
     assert "cache_size_limit" not in caplog.text and "recompile_limit" not in caplog.text

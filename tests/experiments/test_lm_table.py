@@ -129,3 +129,24 @@ def test_a_causal_memory_transformers_tokens_read_nothing_so_its_claim_is_not_ju
     (claim,) = [c for c in lm_table.CLAIMS if c.module == "memory-transformer"]
     diffs, verdict = lm_table.judge(claim, [(0, {})])
     assert verdict.startswith("not applicable") and "read" in verdict
+
+
+def test_the_encoders_pages_lm_table_is_the_scripts_output_on_the_committed_files(lm_table):
+    """The block between the page's ``lm-table`` markers is what the command in its opening
+    marker prints from the committed JSON files: a changed digit on either side fails here."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    page = (root / "docs" / "guide" / "encoders.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- lm-table: (?P<cmd>[^>]*?) -->\n(?P<block>.*?)<!-- /lm-table -->",
+                      page, re.S)  # fmt: skip
+    assert found, "docs/guide/encoders.md has no lm-table block"
+    command = shlex.split(found["cmd"])
+    assert command[:2] == ["python", "experiments/lm/lm_table.py"]
+    printed = lm_table.main([str(root / arg) for arg in command[2:]])
+    assert found["block"].strip() == printed.strip(), (
+        "the encoders page's LM table is not the committed files' (regenerate: "
+        f"{found['cmd']})"
+    )
