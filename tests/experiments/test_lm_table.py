@@ -147,6 +147,5 @@ def test_the_encoders_pages_lm_table_is_the_scripts_output_on_the_committed_file
     assert command[:2] == ["python", "experiments/lm/lm_table.py"]
     printed = lm_table.main([str(root / arg) for arg in command[2:]])
     assert found["block"].strip() == printed.strip(), (
-        "the encoders page's LM table is not the committed files' (regenerate: "
-        f"{found['cmd']})"
+        f"the encoders page's LM table is not the committed files' (regenerate: {found['cmd']})"
     )

@@ -244,8 +244,8 @@ def command(args: argparse.Namespace) -> int:
     if args.format == "markdown":  # the intervals in the terminal too; the pairs are many
         shown = tuple(dict.fromkeys(table.index.get_level_values("metric")))
         print("\n" + summary_markdown(summary_table(records, shown)), end="")
-        costs = pareto_markdown(pareto_table(records))
-        if costs:
+        costs = pareto_markdown(pareto_table(records)) if args.metric is None else ""
+        if costs:  # the headline metric against cost (a --metric table stays that metric's)
             print("\n" + costs, end="")
         probed = probing_markdown(records)
         if probed:

@@ -110,7 +110,10 @@ def test_report_command_compares_and_the_report_holds_the_intervals(runs, tmp_pa
     assert command(parser.parse_args([root, "--out", str(tmp_path / "r"), "--no-plots"])) == 0
     report = (tmp_path / "r" / "report.md").read_text()
     assert "## text: over all runs" in report and "| replay | 5 |" in report
-    header = "| forgetting | memory (examples) | minutes per run | CPU minutes per run |"
+    header = (
+        "| forgetting | memory (examples) | memory (MB) | compute (TFLOPs) | minutes per run "
+        "| CPU minutes per run |"
+    )
     assert header in report  # what runs cost
     replay = next(line for line in report.splitlines() if line.startswith("| replay | 5 |"))
     assert replay.endswith("| 0.0 [0.0, 0.0] | – |")  # 1.5 s each, as made; CPU not counted
