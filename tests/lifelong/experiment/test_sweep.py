@@ -207,9 +207,12 @@ def test_smoke_sweep_then_report(backend, tmp_path, capsys):
     assert "## text: over all runs" in table and "95% confidence interval" in table
     assert "paired differences (a − b, 95% CI, verdict)" in table
     plots = sorted((root / "report" / "plots").glob("*.png"))
-    # a heatmap and a curve per strategy and order, and the stream's summary with CI bars
-    assert len(plots) == 3 * 2 * 2 + 1
+    # a heatmap and a curve per strategy and order, the stream's summary with CI bars, and
+    # the Pareto view of accuracy against each run's measured compute and memory
+    assert len(plots) == 3 * 2 * 2 + 2
     assert (root / "report" / "plots" / "summary_text_average_accuracy.png") in plots
+    assert (root / "report" / "plots" / "pareto_text.png") in plots
+    assert "### text: average accuracy against what it cost" in table
     assert main(["sweep", smoke, "--output-dir", str(tmp_path), *flags]) == 0
     assert "0 finished, 12 skipped" in capsys.readouterr().out
     # the sweep is deterministic: both backends give the in-process result
