@@ -107,7 +107,7 @@ class CostMeter:
         self.stack: list[list[Any]] = []  # [phase, started] of the phases entered, innermost last
         self.depth = 0  # counted module calls in progress (only the outermost is counted)
         self.transparent: list[nn.Module] = []  # staged model calls in progress (not counted)
-        self.params: weakref.WeakKeyDictionary[nn.Module, tuple[int, int]] = (
+        self.params: weakref.WeakKeyDictionary[nn.Module, list[nn.Parameter]] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -176,11 +176,16 @@ class CostMeter:
             cost.flops += BACKWARD_FLOPS_PER_PARAM_TOKEN * trainable * tokens
 
     def _parameters(self, module: nn.Module) -> tuple[int, int]:
-        """(Non-embedding parameters, those of them that require gradients), cached."""
+        """(Non-embedding parameters, those of them that require gradients now).
+
+        The parameters are listed once per module; which of them train is read at each call
+        (SEQ*'s and the prototype baselines' warm-ups freeze the encoder mid-run).
+        """
         if module not in self.params:
-            self.params[module] = non_embedding_parameters(module)
-        forward, trainable = self.params[module]
-        return forward, trainable
+            self.params[module] = non_embedding_tensors(module)
+        tensors = self.params[module]
+        forward = sum(p.numel() for p in tensors)
+        return forward, sum(p.numel() for p in tensors if p.requires_grad)
 
     def add_flops(self, flops: float) -> None:
         """Add work that is not a module call (a linear solve) to the current phase."""
@@ -272,18 +277,18 @@ def add_flops(flops: float) -> None:
         meter.add_flops(flops)
 
 
-def non_embedding_parameters(module: nn.Module) -> tuple[int, int]:
-    """Parameters of ``module`` outside embedding tables: (all, those requiring gradients)."""
+def non_embedding_tensors(module: nn.Module) -> list[nn.Parameter]:
+    """The parameters of ``module`` outside embedding tables (each once)."""
     embedding = {
         id(p) for m in module.modules() if isinstance(m, nn.Embedding) for p in m.parameters()
     }
-    forward = trainable = 0
-    for p in module.parameters():
-        if id(p) in embedding:
-            continue
-        forward += p.numel()
-        trainable += p.numel() if p.requires_grad else 0
-    return forward, trainable
+    return [p for p in module.parameters() if id(p) not in embedding]
+
+
+def non_embedding_parameters(module: nn.Module) -> tuple[int, int]:
+    """Parameters of ``module`` outside embedding tables: (all, those requiring gradients)."""
+    tensors = non_embedding_tensors(module)
+    return sum(p.numel() for p in tensors), sum(p.numel() for p in tensors if p.requires_grad)
 
 
 def rows_and_tokens(x: torch.Tensor) -> tuple[int, int]:

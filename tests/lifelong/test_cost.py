@@ -213,3 +213,16 @@ def test_held_bytes_counts_memory_examples_and_keys_once():
     Strategy.__module__ = "lifelong.tests"
     assert cost.held_bytes(strategy) == memory.held_bytes()
     assert cost.held_bytes(nn.Linear(3, 3)) == 0  # a model is not memory
+
+
+def test_a_module_frozen_mid_run_backpropagates_only_what_still_trains():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    meter = cost.CostMeter()
+    x = torch.zeros(3, 4)
+    with cost.metering(meter), meter.phase("train"):
+        model(x).sum().backward()
+        for p in model[0].parameters():  # a warm-up ends: the first layer is frozen
+            p.requires_grad_(False)
+        model(x).sum().backward()
+    n, head = 4 * 4 + 4 + 4 * 2 + 2, 4 * 2 + 2
+    assert meter.phases["train"].flops == 6 * n * 3 + (2 * n + 4 * head) * 3
