@@ -15,6 +15,7 @@ the baseline adds their features as seen by the encoder it will keep.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from lifelong.batch import Batch
@@ -82,6 +83,24 @@ class FirstTaskWarmup:
         if self.counts.steps >= self.counts.warmup_steps:
             self._freeze()
         return loss
+
+    def feed(self, batch: Batch, add: Callable[[Batch], None]) -> dict[str, float]:
+        """A prototype baseline's observe: warm up on the batch, or ``add`` it.
+
+        During the warm-up the batch trains the model and is kept; when the encoder freezes,
+        every kept batch is added (with the encoder it will keep). After it, the batch is added.
+
+        Returns:
+            The warm-up step's loss, or nothing (no update).
+
+        """
+        if not self.active:
+            add(batch)
+            return {}
+        loss = self.observe(batch)
+        for kept in self.release():  # empty until the encoder is frozen
+            add(kept)
+        return {"loss": loss}
 
     def release(self) -> list[Batch]:
         """The warm-up batches, as rows again, once the encoder is frozen (then forgotten)."""

@@ -75,13 +75,7 @@ class NCM(StrategyHooks):
         During a warm-up the batch trains the model instead and is kept; when the warm-up ends
         the kept batches' features (by the now frozen encoder) are added.
         """
-        if self.warmup.active:
-            loss = self.warmup.observe(batch)
-            for kept in self.warmup.release():  # empty until the encoder is frozen
-                self.add(kept)
-            return {"loss": loss}
-        self.add(batch)
-        return {}
+        return self.warmup.feed(batch, self.add)
 
     def add(self, batch: Batch) -> None:
         """Add a batch's features to their classes' sums."""

@@ -114,13 +114,7 @@ class RanPAC(StrategyHooks):
         During a warm-up (RanPAC's Phase 1, SEQ*'s length) the batch trains the model instead
         and is kept; when it ends the kept batches are added with the frozen encoder.
         """
-        if self.warmup.active:
-            loss = self.warmup.observe(batch)
-            for kept in self.warmup.release():  # empty until the encoder is frozen
-                self.add(kept)
-            return {"loss": loss}
-        self.add(batch)
-        return {}
+        return self.warmup.feed(batch, self.add)
 
     def add(self, batch: Batch) -> None:
         """Add a batch's projected features to G and C, and keep them for λ."""
