@@ -165,6 +165,11 @@ def layer_prefixes(encoder: StagedEncoder, layers: range) -> tuple[str, ...]:
     return tuple(ENCODER + encoder.layer_prefix(i) for i in layers)
 
 
+def adapts_head_only(text: str) -> bool:
+    """Whether the scope named ``text`` adapts the head alone (`Head`), without an encoder."""
+    return text == "head"
+
+
 def check_scope(text: str, num_layers: int) -> None:
     """Raise unless ``text`` names a scope for an encoder of ``num_layers`` stage-wise layers.
 

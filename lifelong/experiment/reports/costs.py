@@ -35,6 +35,7 @@ import pandas as pd
 
 from lifelong.cost import BACKWARD_FLOPS_PER_PARAM_TOKEN, FORWARD_FLOPS_PER_PARAM_TOKEN
 from lifelong.experiment.rundir import RunRecord
+from lifelong.mechanisms.scopes import adapts_head_only
 
 ENCODER_PARAMETERS = {"minilm": (10_795_392, 22_713_216, 384), "tiny": (265_216, 4_237_824, 128)}
 """Non-embedding parameters, all parameters and width of the encoders the committed runs used
@@ -134,7 +135,7 @@ def _local_adaptation(shape: RunShape, replay: bool, keyed: bool) -> Passes:
     adapt_rows = sum(shape.tests * min(k, m) for m in memory) * steps
     per_eval = (2 if keyed else 1) * shape.tests  # the query's key and its own prefix
     scope = shape.option("adapt_scope", "all")
-    if scope != "head":
+    if not adapts_head_only(scope):
         raise _NotDerivedError(f"local adaptation at scope {scope!r}")
     return Passes(
         forward=shape.tests  # the untrained evaluation: memory empty
@@ -176,22 +177,41 @@ class _NotDerivedError(ValueError):
     """The run's cost cannot be derived from its config (it is left out of the cost view)."""
 
 
-DERIVATIONS: dict[str, Callable[[RunShape], Passes]] = {
-    "seq": _fine_tuned,
-    "avalanche:naive": _fine_tuned,
-    "mtl": _fine_tuned,
-    "seq-star": _seq_star,
-    "replay": lambda s: _fine_tuned(s, s.replayed()),
-    "agem": lambda s: _fine_tuned(s, s.replayed()),  # the reference gradient's replay batches
-    "ewc": lambda s: _fine_tuned(s, s.tasks * min(s.option("fisher_samples", 200), s.train)),
-    "avalanche:ewc": lambda s: _fine_tuned(s, s.train),  # importances over each experience
-    "avalanche:replay": lambda s: _fine_tuned(s, s.train - s.per_task[0]),  # + a buffer batch
-    "mbpa": lambda s: _local_adaptation(s, replay=False, keyed=True),
-    "mbpa++": lambda s: _local_adaptation(s, replay=True, keyed=True),
-    "mbpa++-rand": lambda s: _local_adaptation(s, replay=True, keyed=False),
-    "oml-er": lambda s: _episodic(s, whole_network=False),
-    "maml-er": lambda s: _episodic(s, whole_network=True),
-    "anml-er": lambda s: _episodic(s, whole_network=True, modulated=True),
+@dataclass(frozen=True)
+class Derivation:
+    """How a strategy's cost follows from its run's shape.
+
+    Attributes:
+        passes: The rows it computed (`Passes`), from the run's shape.
+        memory: What it holds: ``examples`` (token ids at ``max_length``), ``keyed`` (and
+            a key of the encoder's width each: MbPA's and MbPA++'s nearest-neighbour memory)
+            or ``weights`` (two copies of every weight: EWC's Fisher and anchor).
+
+    """
+
+    passes: Callable[[RunShape], Passes]
+    memory: str = "examples"
+
+
+DERIVATIONS: dict[str, Derivation] = {
+    "seq": Derivation(_fine_tuned),
+    "avalanche:naive": Derivation(_fine_tuned),
+    "mtl": Derivation(_fine_tuned),
+    "seq-star": Derivation(_seq_star),
+    "replay": Derivation(lambda s: _fine_tuned(s, s.replayed())),
+    "agem": Derivation(lambda s: _fine_tuned(s, s.replayed())),  # the reference gradients
+    "ewc": Derivation(
+        lambda s: _fine_tuned(s, s.tasks * min(s.option("fisher_samples", 200), s.train)),
+        memory="weights",
+    ),
+    "avalanche:ewc": Derivation(lambda s: _fine_tuned(s, s.train), memory="weights"),
+    "avalanche:replay": Derivation(lambda s: _fine_tuned(s, s.train - s.per_task[0])),
+    "mbpa": Derivation(lambda s: _local_adaptation(s, replay=False, keyed=True), "keyed"),
+    "mbpa++": Derivation(lambda s: _local_adaptation(s, replay=True, keyed=True), "keyed"),
+    "mbpa++-rand": Derivation(lambda s: _local_adaptation(s, replay=True, keyed=False)),
+    "oml-er": Derivation(lambda s: _episodic(s, whole_network=False)),
+    "maml-er": Derivation(lambda s: _episodic(s, whole_network=True)),
+    "anml-er": Derivation(lambda s: _episodic(s, whole_network=True, modulated=True)),
 }
 """How each strategy's passes follow from its run's shape (`RunShape`), for runs that did not
 measure them: what its observe and predict compute per example (see each strategy's module)."""
@@ -221,7 +241,7 @@ def derived_passes(record: RunRecord) -> Passes | None:
     if derive is None:
         return None
     try:
-        return derive(run_shape(record))
+        return derive.passes(run_shape(record))
     except _NotDerivedError:
         return None
 
@@ -241,9 +261,9 @@ def derived_cost(record: RunRecord) -> dict[str, Any] | None:
     head = (width + 1) * max(labels, 1)
     report = record.metrics.get("strategy") or {}
     held = float(record.metrics.get("memory_examples") or report.get("joint_examples") or 0)
-    keyed = record.strategy in ("mbpa", "mbpa++")
-    memory = held * (tokens * INT32 + (width * FLOAT32 if keyed else 0))
-    if record.strategy in ("ewc", "avalanche:ewc"):
+    kind = DERIVATIONS[record.strategy].memory
+    memory = held * (tokens * INT32 + (width * FLOAT32 if kind == "keyed" else 0))
+    if kind == "weights":
         memory = 2 * (encoder[1] + head) * FLOAT32  # F and θ* of every weight
     return {
         "total_flops": float(f"{passes.flops(encoder[0], head, tokens):.4g}"),
