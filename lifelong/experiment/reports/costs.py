@@ -236,9 +236,17 @@ def run_shape(record: RunRecord) -> RunShape:
 
 
 def derived_passes(record: RunRecord) -> Passes | None:
-    """The rows a run computed, by its strategy's derivation (`DERIVATIONS`), or None."""
+    """The rows a run computed, by its strategy's derivation (`DERIVATIONS`), or None.
+
+    Classification streams only: there an example is one row. A FewRel sentence is a row per
+    candidate relation and a QA question a row per window, which ``metrics.json`` does not
+    count, so those runs' costs are not derived (they are measured since costs were counted).
+    """
+    from lifelong.streams.registry import STREAMS
+
     derive = DERIVATIONS.get(record.strategy)
-    if derive is None:
+    spec = STREAMS.get(record.stream)
+    if derive is None or spec is None or spec.kind != "classification":
         return None
     try:
         return derive.passes(run_shape(record))
@@ -382,8 +390,10 @@ def pareto_markdown(table: pd.DataFrame, label: str = "average accuracy") -> str
     """The table as Markdown, per stream; ``*`` marks the fronts."""
     if table.empty:
         return ""
-    lines = []
+    lines: list[str] = []
     for stream, part in table.groupby("stream", sort=False):
+        if part[["tflops", "memory_mb"]].isna().all().all():
+            continue  # no run of this stream has a cost (measured or derived)
         lines += [
             f"### {stream}: {label} against what it cost",
             "",
@@ -400,6 +410,8 @@ def pareto_markdown(table: pd.DataFrame, label: str = "average accuracy") -> str
                 f"{_number(row['minutes'])} | {row['cost']} |"
             )
         lines.append("")
+    if not lines:
+        return ""
     lines.append(
         "`*`: on the Pareto front (no configuration scores more at no more cost). Compute: "
         "2·N·tokens per forward + 4·N·tokens per backward (Kaplan et al. 2020, §2.1); "
