@@ -579,10 +579,10 @@ def _run_tasks(
         with runtime.autocast():
             position.probing.append(probe(trained))
 
+    metered = _MeteredCheckpointer(checkpointer, meter)  # every save carries the counts
+
     def save() -> None:
-        if position.cost is not None:  # None: an earlier process did not count (unknown)
-            position.cost = meter.to_dict()
-        _save(checkpointer, strategy, position)
+        metered.save(strategy, position)
 
     if position.before is None:
         position.before = evaluate_now(0)
@@ -600,7 +600,7 @@ def _run_tasks(
                 batch_size,
                 seed,
                 progress,
-                _MeteredCheckpointer(checkpointer, meter, position),
+                metered,
                 prefetch,
                 listener,
             )
@@ -618,11 +618,10 @@ def _run_tasks(
 
 @dataclass
 class _MeteredCheckpointer:
-    """A checkpointer whose mid-task saves carry the cost counted so far."""
+    """A checkpointer whose saves carry the cost counted so far (`StreamPosition.cost`)."""
 
     inner: Checkpointer | None
     meter: cost.CostMeter
-    position: StreamPosition
 
     def due(self, steps_done: int) -> bool:
         return self.inner is not None and self.inner.due(steps_done)
@@ -630,7 +629,7 @@ class _MeteredCheckpointer:
     def save(self, strategy: Strategy, position: StreamPosition) -> None:
         if self.inner is None:
             return
-        if position.cost is not None:
+        if position.cost is not None:  # None: an earlier process did not count (unknown)
             position.cost = self.meter.to_dict()
         self.inner.save(strategy, position)
 
@@ -688,11 +687,6 @@ def _train_task(
             if checkpointer is not None and checkpointer.due(position.step):
                 checkpointer.save(strategy, position)
     bar.close()
-
-
-def _save(checkpointer: Checkpointer | None, strategy: Strategy, position: StreamPosition) -> None:
-    if checkpointer is not None:
-        checkpointer.save(strategy, position)
 
 
 def _report_task_end_steps(
