@@ -21,10 +21,8 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all
+from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all, summaries
 
-from lifelong.experiment.reports.stats import summary_rows, summary_table
-from lifelong.experiment.rundir import find_runs
 from lifelong.experiment.sweep import Sweep
 
 METRICS = ("average_accuracy", "forgetting")
@@ -44,8 +42,7 @@ def table(roots: dict[int, Path], grid: set[str]) -> str:
     """Markdown rows: memory size, then mean [95% CI] of each metric and the runs behind it."""
     lines = ["| memory_size | average accuracy | forgetting | runs |", "|---|---|---|---|"]
     for size, root in roots.items():
-        records = find_runs(root, names=grid) if root.is_dir() else []
-        for _, _, runs, cells in sorted(summary_rows(summary_table(records, METRICS))):
+        for _, runs, cells in summaries(root, METRICS, grid):
             lines.append(f"| {size} | {' | '.join(cells)} | {runs} |")
     return "\n".join(lines) + "\n"
 

@@ -21,10 +21,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all
-
-from lifelong.experiment.reports.stats import summary_rows, summary_table
-from lifelong.experiment.rundir import find_runs
+from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all, summaries
 
 METRICS = (
     "average_accuracy",
@@ -40,8 +37,7 @@ def table(root: Path) -> str:
     """Markdown rows: strategy, runs, then mean [95% CI] of each metric."""
     header = "| strategy | runs | " + " | ".join(METRICS) + " |"
     lines = [header, "|---|---|" + "---|" * len(METRICS)]
-    records = find_runs(root) if root.is_dir() else []
-    for _, strategy, runs, cells in sorted(summary_rows(summary_table(records, METRICS))):
+    for strategy, runs, cells in summaries(root, METRICS):
         lines.append(f"| {strategy} | {runs} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n"
 

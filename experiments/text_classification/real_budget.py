@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
+from lifelong.experiment.reports.stats import summary_rows, summary_table
+from lifelong.experiment.rundir import find_runs
 from lifelong.experiment.sweep import Sweep, load_sweep, run_sweep
 from lifelong.files import atomic_write_text
 
@@ -72,6 +74,17 @@ def emit(text: str, out: str | None) -> None:
     print("\n" + text)
     if out:
         atomic_write_text(out, text)
+
+
+def summaries(
+    root: Path, metrics: Sequence[str], grid: Collection[str] | None = None
+) -> list[tuple[str, int, list[str]]]:
+    """Per strategy of the runs in ``root`` (none if it is missing): its name, runs, and the
+    mean [95% CI] of each metric as `lifelong report` prints it; ``grid`` keeps only those run
+    folders (a sweep's folder may hold other strategies, orders or seeds)."""
+    records = find_runs(root, names=grid) if root.is_dir() else []
+    rows = summary_rows(summary_table(records, metrics)) if records else []
+    return [(strategy, runs, cells) for _, strategy, runs, cells in sorted(rows)]
 
 
 def collected(dest: Path, sweep: Sweep) -> Path:

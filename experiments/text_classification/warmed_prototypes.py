@@ -19,10 +19,8 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all
+from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all, summaries
 
-from lifelong.experiment.reports.stats import summary_rows, summary_table
-from lifelong.experiment.rundir import find_runs
 from lifelong.experiment.sweep import Sweep
 
 METRICS = ("average_accuracy", "forgetting")
@@ -45,8 +43,7 @@ def table(roots: dict[str, Path], grid: set[str]) -> str:
         "|---|---|---|---|---|",
     ]
     for label, root in roots.items():
-        records = find_runs(root, names=grid) if root.is_dir() else []
-        for _, strategy, runs, cells in sorted(summary_rows(summary_table(records, METRICS))):
+        for strategy, runs, cells in summaries(root, METRICS, grid):
             lines.append(f"| {strategy} | {label} | {' | '.join(cells)} | {runs} |")
     return "\n".join(lines) + "\n"
 

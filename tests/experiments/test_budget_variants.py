@@ -46,3 +46,22 @@ def test_probing_runs_probe_and_learn_as_the_budget(budget, probing, tmp_path):
     assert point.config.training.probe is True
     (plain,) = probing.budget_sweep(args, ["seq"]).points()
     assert point.config.replace(probe=False) == plain.config
+
+
+def test_the_tables_give_each_folder_its_rows_with_intervals(
+    er_memory, warmed_prototypes, tmp_path
+):
+    from tests.lifelong.experiment.test_reports import make_run
+
+    roots = {size: tmp_path / f"er{size}" for size in (200, 10_000)}
+    for size, root in roots.items():
+        for seed in (0, 1):
+            make_run(root / f"er_i_s{seed}", "er", "i", seed, 60.0 + seed + size / 10_000)
+    make_run(roots[200] / "er_ii_s0", "er", "ii", 0, 10.0)  # outside the grid: left out
+    text = er_memory.table(roots, {"er_i_s0", "er_i_s1"})
+    rows = [line for line in text.splitlines() if line.startswith("| 200 ") or "| 10000 " in line]
+    assert rows == ["| 200 | 60.5 [54.2, 66.9] | 6.1 [5.4, 6.7] | 2 |",
+                    "| 10000 | 61.5 [55.1, 67.9] | 6.2 [5.5, 6.8] | 2 |"]  # fmt: skip
+    missing = {"none": tmp_path / "absent", "0.375": roots[200]}
+    warm = warmed_prototypes.table(missing, {"er_i_s0"})
+    assert warm.splitlines()[2:] == ["| er | 0.375 | 60.0 | 6.0 | 1 |"]
