@@ -248,11 +248,30 @@ def _spalm_gate(runs: Sequence[tuple[int, dict[str, Any]]]) -> list[str]:
 def _knn_cost(runs: Sequence[tuple[int, dict[str, Any]]]) -> list[str]:
     rows = [(s, r[KNN_LM]) for s, r in runs if KNN_LM in r and r[KNN_LM].get("extra")]
     return [
-        f"kNN-LM, seed {s}: k {r['extra']['k']}, λ {r['extra']['lambda']:g}; evaluation "
-        f"{r['extra']['eval_cost_vs_lm']:.1f}x the LM's own forward per token (datastore "
-        f"{r['datastore']:,} entries)"
+        f"kNN-LM, seed {s}: k {r['extra']['k']}, λ {r['extra']['lambda']:g}{_grid(r['extra'])}; "
+        f"evaluation {r['extra']['eval_cost_vs_lm']:.1f}x the LM's own forward per token "
+        f"(datastore {r['datastore']:,} entries){_recall(r['extra'])}"
         for s, r in rows
     ]
+
+
+def _grid(extra: dict[str, Any]) -> str:
+    """The grid `KNNLM.tune` searched, where the row records it."""
+    grid = extra.get("grid")
+    if not grid:
+        return ""
+    return f" (of k {', '.join(map(str, grid['k']))}; λ up to {max(grid['lambda']):g})"
+
+
+def _recall(extra: dict[str, Any]) -> str:
+    """The search's recall on held-out contexts, where the row records it."""
+    found = extra.get("held_out_recall")
+    if not found:
+        return ""
+    return (
+        f"; search {extra.get('index')}: recall@{found['k']} {found['recall']:.3f} "
+        f"(± {found['se']:.3f}) on {found['queries']} held-out contexts"
+    )
 
 
 def _speed(runs: Sequence[tuple[int, dict[str, Any]]], module: str) -> list[str]:

@@ -9,7 +9,9 @@ model plus a datastore over the training text (`lifelong.lm.knn_lm`): its gain o
 ``transformer`` is the datastore's alone. Every row scores the validation text as two halves
 (``val_bpc`` over both, ``heldout_bpc`` over the second); kNN-LM's k and λ are chosen on the
 first half (the grid widened until the best pair is inside it: `KNNLM.tune`), so only the
-second is scored for it (its ``val_bpc`` is null) and the rows compare on text none tuned on.
+second is scored for it (its ``val_bpc`` is null) and the rows compare on text none tuned on;
+its row records the datastore search's recall at the chosen k on held-out contexts
+(`held_out_recall`: queries the datastore does not hold).
 ``spalm`` is a Transformer-XL with SPALM's gated long-term memory over that same datastore
 (keys from the frozen ``transformer`` row's model: `lifelong.lm.spalm`); its row adds the
 gate's distribution over the validation tokens.
@@ -236,7 +238,7 @@ def _knn_row(
     settings: BenchSettings,
     device: torch.device,
 ) -> Row:
-    from lifelong.lm.knn_lm import KNNLM
+    from lifelong.lm.knn_lm import KNNLM, held_out_recall
 
     start = time.perf_counter()
     window, batch = settings.window, settings.eval_batch_size
@@ -260,6 +262,7 @@ def _knn_row(
             "grid": knn.grid,
             "eval_cost_vs_lm": base.eval_tokens_per_s / rate,
             "index": store.index_choice.describe() if store.index_choice else None,
+            "held_out_recall": held_out_recall(knn, held, window, batch_size=batch),
         },
     )
 

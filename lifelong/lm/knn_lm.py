@@ -256,8 +256,42 @@ class KNNLM:
         return losses
 
 
+RECALL_QUERIES = 512
+"""Held-out positions whose neighbours `held_out_recall` checks (sampled, seeded)."""
+
+
+@torch.no_grad()
+def held_out_recall(
+    knn: KNNLM, data: np.ndarray, window: int, *, batch_size: int = 64, seed: int = 0
+) -> dict[str, float | int]:
+    """Recall@k of the datastore's search on contexts it does not hold, at the chosen k.
+
+    The queries are the context vectors of `RECALL_QUERIES` positions of ``data`` (text not in
+    the datastore: the held-out half), drawn with ``seed``; each query's exact ``knn.k``
+    nearest are compared with what the search in use returns
+    (`lifelong.memory.EpisodicMemory.recall`). The index's own check (`index: auto`) runs at
+    k = 32 on stored keys; this is the search as kNN-LM uses it.
+
+    Returns:
+        ``{"k", "queries", "recall", "se"}``.
+
+    """
+    knn.model.eval()
+    vectors = [
+        keys_and_logits(knn.model, x)[0].reshape(-1, knn.memory.key_dim)
+        for x, _, _ in whole_windows(data, window, batch_size)
+    ]
+    contexts = torch.cat(vectors).float().cpu().numpy()  # (positions, d)
+    rng = np.random.default_rng(seed)
+    picked = rng.choice(len(contexts), min(RECALL_QUERIES, len(contexts)), replace=False)
+    recall, error = knn.memory.recall(contexts[np.sort(picked)], knn.k)
+    return {"k": knn.k, "queries": len(picked), "recall": recall, "se": error}
+
+
 __all__ = [
     "KNNLM",
+    "RECALL_QUERIES",
+    "held_out_recall",
     "Neighbours",
     "build_datastore",
     "context_vectors",

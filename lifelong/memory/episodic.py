@@ -86,8 +86,9 @@ class EpisodicMemory:
         policy: Which examples to write (default: all).
         index: ``"auto"`` (the default): chosen by size as the memory grows, and chosen
             again each time it has doubled (`lifelong.memory.search.choose_index`: exact
-            search while small; when large, an IVF index checked on the stored keys to find
-            at least 95% of the exact 32 nearest neighbours, a tie counted as found
+            search while small; when large, an IVF index checked on stored keys it was not
+            trained on to find at least 95% of the exact 32 nearest neighbours, a tie counted
+            as found
             (`lifelong.memory.search.sampled_recall`), else exact search);
             ``"torch"``: exact search in torch on ``device`` (`TorchFlatIndex`); or a FAISS
             ``index_factory`` string, used as given: ``"Flat"`` is exact L2, ``"HNSW32"`` or
@@ -295,6 +296,20 @@ class EpisodicMemory:
         distances, slots = index.search(queries, k)
         return distances, slots.astype(np.int64)
 
+    def recall(self, queries: np.ndarray, k: int) -> tuple[float, float]:
+        """Recall@k of `nearest` on ``queries`` (q, key_dim) against exact search, and its SE.
+
+        For queries that are not stored (held-out text, test examples): how much of their
+        exact ``k`` nearest the search in use finds (`lifelong.memory.search.query_recall`;
+        1.0 for an exact search, up to ties broken otherwise).
+        """
+        if self._size == 0:
+            raise ValueError("cannot search an empty memory")
+        index = self._synced_index()
+        if hasattr(index, "hnsw"):  # as `nearest` searches it
+            index.hnsw.efSearch = max(index.hnsw.efSearch, 4 * min(k, self._size))
+        return search.query_recall(index, self._keys[: self._size], queries, k)
+
     @property
     def index_choice(self) -> IndexChoice | None:
         """What serves `nearest` now (``None`` until the first search builds an index)."""
@@ -339,18 +354,19 @@ class EpisodicMemory:
     def _trained(self, index: Index, choice: IndexChoice) -> tuple[Index, IndexChoice]:
         """``index`` trained on (a sample of) the stored keys and holding them all.
 
-        An IVF index `choose_index` proposed is checked on the stored keys
+        An IVF index `choose_index` proposed is checked on stored keys it was not trained on
         (`lifelong.memory.search.tune_nprobe`); where no ``nprobe`` reaches the recall target,
         an exact index stands in.
         """
         keys = self._keys[: self._size]
         rng = np.random.default_rng(self._size)  # not the memory's own: sampling is unchanged
         lists = getattr(index, "nlist", 0)  # IVF: a sample of keys per list is enough
-        index.train(search.train_sample(keys, lists, rng) if lists else keys)
+        trained = search.train_ids(len(keys), lists, rng) if lists else np.arange(len(keys))
+        index.train(keys if len(trained) == len(keys) else keys[trained])
         index.add(keys)
         if not choice.probes:
             return index, choice
-        checked = search.tune_nprobe(index, keys, choice, rng)
+        checked = search.tune_nprobe(index, keys, choice, rng, trained)
         if checked is not None:
             return index, checked
         exact = search.exact_choice(choice)

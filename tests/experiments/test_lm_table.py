@@ -149,3 +149,21 @@ def test_the_encoders_pages_lm_table_is_the_scripts_output_on_the_committed_file
     assert found["block"].strip() == printed.strip(), (
         f"the encoders page's LM table is not the committed files' (regenerate: {found['cmd']})"
     )
+
+
+def test_the_knn_note_gives_the_grid_searched_and_the_held_out_recall(lm_table, tmp_path):
+    extra = {
+        "k": 1024,
+        "lambda": 0.4,
+        "grid": {"k": [8, 32, 128, 512, 1024, 2048], "lambda": [0.0, 0.25, 0.5]},
+        "eval_cost_vs_lm": 140.0,
+        "index": "torch IVF1024,Flat, nprobe 64",
+        "held_out_recall": {"k": 1024, "queries": 512, "recall": 0.9871, "se": 0.0012},
+    }
+    rows = [_row("transformer", 2.6), _row("knn-lm", 2.4, datastore=5000, extra=extra)]
+    text = lm_table.main([str(_file(tmp_path, 0, rows))])
+    assert (
+        "kNN-LM, seed 0: k 1024, λ 0.4 (of k 8, 32, 128, 512, 1024, 2048; λ up to 0.5); "
+        "evaluation 140.0x the LM's own forward per token (datastore 5,000 entries); search "
+        "torch IVF1024,Flat, nprobe 64: recall@1024 0.987 (± 0.001) on 512 held-out contexts"
+    ) in text

@@ -12,10 +12,18 @@ from lifelong.lm.knn_lm import (
     build_datastore,
     context_vectors,
     key_block,
+    keys_and_logits,
     knn_distribution,
     neighbours,
 )
-from lifelong.lm.text import CausalLM, CharVocabulary, TrainSettings, evaluate_lm, train_lm
+from lifelong.lm.text import (
+    CausalLM,
+    CharVocabulary,
+    TrainSettings,
+    evaluate_lm,
+    train_lm,
+    whole_windows,
+)
 from lifelong.memory import EpisodicMemory
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 30
@@ -131,3 +139,28 @@ def test_tuning_widens_the_grid_until_the_best_pair_is_inside_it(trained):
     inside_lam = knn.lam < grid["lambda"][-1] or grid["lambda"][-1] + 0.1 > LAMBDA_LIMIT
     assert inside_k and inside_lam
     assert set(losses) == {(k, lam) for k in grid["k"] for lam in grid["lambda"]}
+
+
+def test_recall_is_checked_on_held_out_contexts_at_the_chosen_k(trained, monkeypatch):
+    from lifelong.lm import knn_lm
+
+    model, data, _ = trained
+    memory = build_datastore(model, data[:600], 16)
+    knn = KNNLM(model, memory, k=8)
+    asked = []
+    original = EpisodicMemory.recall
+
+    def spy(self, queries, k):
+        asked.append((queries.copy(), k))
+        return original(self, queries, k)
+
+    monkeypatch.setattr(EpisodicMemory, "recall", spy)
+    monkeypatch.setattr(knn_lm, "RECALL_QUERIES", 40)
+    found = knn_lm.held_out_recall(knn, data[600:], 16, batch_size=4)
+    assert found == {"k": 8, "queries": 40, "recall": 1.0, "se": 0.0}  # exact search: all
+    queries, k = asked[0]
+    assert k == 8 and queries.shape == (40, memory.key_dim)
+    held = [keys_and_logits(model, x)[0].reshape(-1, memory.key_dim)
+            for x, _, _ in whole_windows(data[600:], 16, 4)]  # fmt: skip
+    held = {tuple(row) for row in torch.cat(held).numpy()}
+    assert all(tuple(q) in held for q in queries)  # the held-out text's contexts

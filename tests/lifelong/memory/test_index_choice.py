@@ -277,3 +277,44 @@ def test_auto_uses_an_ivf_index_over_repeated_keys(small_threshold):
     assert memory.index_choice.spec.startswith("IVF") and memory.index_choice.recall >= 0.95
     exact = ((queries[:, None] - keys[None]) ** 2).sum(-1)  # the same distances as exact search
     np.testing.assert_allclose(distances, np.sort(exact, 1)[:, :32], rtol=1e-3, atol=1e-4)
+
+
+def test_the_recall_check_queries_keys_the_index_was_not_trained_on():
+    rng = np.random.default_rng(0)
+    trained = np.sort(rng.choice(5_000, 1_000, replace=False))
+    choose, confirm = search_module.check_ids(5_000, trained, np.random.default_rng(1))
+    assert len(choose) == len(confirm) == search_module.CHECK_QUERIES
+    assert not set(choose) & set(confirm)  # the choice is confirmed on other keys
+    assert not (set(choose) | set(confirm)) & set(trained)
+    few, same = search_module.check_ids(300, np.arange(100), np.random.default_rng(1))
+    assert np.array_equal(few, same) and len(few) == 200  # too few for two: both use all left
+
+
+def test_an_auto_ivf_reaches_the_recall_target_on_fresh_queries(small_threshold):
+    keys = clustered(6_000, seed=3, spread=1.0)  # overlapping clusters: IVF misses some
+    memory = EpisodicMemory(16)
+    fill(memory, keys)
+    fresh = clustered(300, seed=4, spread=1.0)  # not stored: the queries a run serves
+    memory.nearest(fresh[:1], 32)
+    choice = memory.index_choice
+    assert choice.spec.startswith("IVF") and choice.recall >= 0.95
+    recall_, error = memory.recall(fresh, 32)
+    found = memory.nearest(fresh, 32)[1]
+    by_slots = recall(found, brute_force(keys, fresh, 32))  # a near-tie is found by distance
+    assert by_slots <= recall_ <= by_slots + 0.01
+    assert 0.95 <= recall_ < 1.0 and 0 < error < 0.01
+
+
+def test_query_recall_is_one_for_exact_search_and_counts_misses_otherwise():
+    keys = clustered(2_000, seed=5)
+    queries = clustered(50, seed=6)
+    exact = TorchFlatIndex(16, "cpu")
+    exact.add(keys)
+    assert search_module.query_recall(exact, keys, queries, 16) == (1.0, 0.0)
+    ivf = TorchIVFIndex(16, 64, "cpu")
+    ivf.train(keys)
+    ivf.add(keys)
+    ivf.nprobe = 1
+    measured, _ = search_module.query_recall(ivf, keys, queries, 16)
+    by_slots = recall(ivf.search(queries, 16)[1], brute_force(keys, queries, 16))
+    assert measured == pytest.approx(by_slots, abs=1e-9) and measured < 1.0
