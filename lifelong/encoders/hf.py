@@ -170,6 +170,14 @@ class HFEncoder(nn.Module):
         """
         return f"model.encoder.layer.{index}."
 
+    @property
+    def packs(self) -> bool:
+        """Whether `run_stages` can run its layers packed (BERT-style layers throughout)."""
+        try:
+            return all(supports_packing(m) for m in self._layers())
+        except TypeError:
+            return False
+
     def _layers(self) -> nn.ModuleList:
         layers = getattr(getattr(self.model, "encoder", None), "layer", None)
         if layers is None or not hasattr(self.model, "embeddings"):

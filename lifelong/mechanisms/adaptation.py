@@ -139,7 +139,7 @@ class LocalAdapter:
             return np.stack(
                 [self.rng.choice(len(memory), k, replace=False) for _ in range(batch.num_examples)]
             )
-        return memory.nearest(self.writer.keys(batch.examples), k)[1]
+        return memory.nearest(self.writer.query_keys(batch.examples), k)[1]
 
     def logits(self, batch: Batch) -> torch.Tensor:
         """Adapted row scores (n, ...); plain scores while memory is empty."""

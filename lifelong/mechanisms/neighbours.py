@@ -34,14 +34,19 @@ def frozen_prefix(
     ``model(*inputs, start=stage)``: the representation and its mask, plus the token types at
     stage 0 (the token ids, which the embeddings have yet to read them with); past stage 0 the
     representation already holds them. At the head stage only the [CLS] position is kept when
-    the head reads nothing else (a classification head; a span head reads every token).
+    the head reads nothing else (a classification head; a span head reads every token), and
+    the last layer is computed there alone (``pooled_only``: its keys and values still read
+    every token; the full layer's value up to float rounding, 1.145x faster, issue 67).
     """
     if stage == 0:
         return (ids, mask) if token_type_ids is None else (ids, mask, token_type_ids)
     types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-    with torch.no_grad():
-        x = model.encoder.run_stages(ids, mask, 0, stage, packed=True, **types)  # (n, t, d)
-    if stage == model.encoder.num_layers + 1 and reads_pooled_only(model.head):
+    pooled = stage == model.encoder.num_layers + 1 and reads_pooled_only(model.head)
+    with torch.no_grad():  # a pooled head reads [CLS] only: the last layer computes it alone
+        x = model.encoder.run_stages(
+            ids, mask, 0, stage, packed=True, pooled_only=pooled, **types
+        )  # (n, t, d)
+    if pooled:
         return x[:, :1], mask[:, :1]
     return x, mask
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,6 +25,12 @@ class KeyEncoder:
 
     MbPA++ keeps the key network fixed so that keys do not drift as the example encoder learns;
     this class copies the encoder it is given at construction and never updates the copy.
+
+    A BERT-style encoder (`HFEncoder.packs`) is run packed, on the real tokens only, and when
+    the key is [CLS]'s its last layer is computed at [CLS] alone (its keys and values still read
+    every token: `HFEncoder.run_stages`, ``pooled_only``): the same key as the padded forward
+    pass, up to float rounding (max |Δ| about 1e-6 on MiniLM), for less compute (1.36x faster
+    on the budget's keys, issue 67).
 
     Args:
         encoder: The pre-trained encoder (copied; the original stays trainable).
@@ -49,7 +56,78 @@ class KeyEncoder:
         keys = []
         for start in range(0, len(batch), self.batch_size):
             part = slice(start, start + self.batch_size)
-            encoded = self.encoder(*(x[part] for x in batch.inputs()))  # token types too, if any
-            vectors = encoded.hidden[:, self.position]  # (b, d)
+            vectors = self._vectors(*(x[part] for x in batch.inputs()))  # (b, d)
             keys.append(vectors.float().cpu().numpy())  # (b, d)
         return np.concatenate(keys).astype(np.float32)
+
+    def _vectors(
+        self,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The key position's final hidden state (b, d): packed where the encoder can be."""
+        if not getattr(self.encoder, "packs", False):
+            types = () if token_type_ids is None else (token_type_ids,)
+            return self.encoder(ids, mask, *types).hidden[:, self.position]
+        first_only = self.position == 0 and bool(mask[:, 0].bool().all())  # [CLS] is first
+        hidden = self.encoder.run_stages(
+            ids,
+            mask,
+            0,
+            self.encoder.num_layers + 1,
+            token_type_ids=token_type_ids,
+            packed=True,
+            pooled_only=first_only,
+        )  # (b, t, d); zeros at padding (and past [CLS] with pooled_only)
+        return hidden[:, self.position]
+
+
+QUERY_CACHE_BYTES = 256 * 2**20
+"""Most bytes of keys `QueryKeys` keeps (past it, further batches are keyed each time)."""
+
+
+class QueryKeys:
+    """The keys of query batches, each batch keyed once: the key network never changes.
+
+    MbPA++ retrieves with the test inputs' keys at every evaluation (after each task: five
+    times on a five-task stream), and the frozen key network gives the same keys each time:
+    of the budget run's 7,500 key passes over test rows, 6,000 repeated an earlier one (issue
+    67). A batch is recognised by a digest of its inputs (token ids, mask, token types), so the
+    keys returned are the very array the first call computed, exactly what a new pass would
+    give for the same batch.
+
+    Args:
+        encoder: The key network.
+        limit_bytes: Most bytes of keys kept.
+
+    """
+
+    def __init__(self, encoder: KeyEncoder, limit_bytes: int = QUERY_CACHE_BYTES) -> None:
+        self.encoder = encoder
+        self.limit_bytes = limit_bytes
+        self.cached: dict[bytes, np.ndarray] = {}
+        self.held = 0  # bytes of keys kept
+        self.hits = 0  # batches answered from the cache
+
+    def __call__(self, batch: Batch) -> np.ndarray:
+        """Keys (b, dim) of ``batch``'s rows; a copy, so callers may change it."""
+        digest = batch_digest(batch)
+        keys = self.cached.get(digest)
+        if keys is not None:
+            self.hits += 1
+            return keys.copy()
+        keys = self.encoder(batch)
+        if self.held + keys.nbytes <= self.limit_bytes:
+            self.cached[digest] = keys.copy()
+            self.held += keys.nbytes
+        return keys
+
+
+def batch_digest(batch: Batch) -> bytes:
+    """A digest of a batch's model inputs: their shapes, dtypes and values."""
+    digest = hashlib.blake2b(digest_size=20)
+    for tensor in batch.inputs():
+        digest.update(f"{tuple(tensor.shape)}{tensor.dtype};".encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.digest()

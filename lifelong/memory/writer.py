@@ -13,7 +13,7 @@ import numpy as np
 
 from lifelong._deprecated import deprecated_alias
 from lifelong.memory.episodic import EpisodicMemory
-from lifelong.memory.keys import KeyEncoder
+from lifelong.memory.keys import KeyEncoder, QueryKeys
 from lifelong.memory.policies import RandomWrite, WriteAll, WritePolicy
 
 if TYPE_CHECKING:
@@ -60,8 +60,10 @@ class EpisodicWriter:
     ) -> None:
         self.kind = kind
         self.key_encoder: KeyEncoder | None = None
+        self.queries: QueryKeys | None = None  # test inputs' keys, each batch keyed once
         if encoder is not None:
             self.key_encoder = KeyEncoder(encoder, position=kind.key_position)
+            self.queries = QueryKeys(self.key_encoder)
         if policy is None:
             policy = WriteAll() if write_prob >= 1.0 else RandomWrite(write_prob)
         self.memory = EpisodicMemory(
@@ -85,6 +87,12 @@ class EpisodicWriter:
         if self.key_encoder is None:
             raise ValueError("this writer keys nothing (keyed=False): its memory is only sampled")
         return self.key_encoder(self.kind.key_rows(examples))
+
+    def query_keys(self, examples: ExampleRecords) -> np.ndarray:
+        """`keys` of test inputs, each batch keyed once (`QueryKeys`): the same values."""
+        if self.queries is None:
+            raise ValueError("this writer keys nothing (keyed=False): its memory is only sampled")
+        return self.queries(self.kind.key_rows(examples))
 
     def write(self, batch: Batch) -> np.ndarray:
         """Offer the batch's examples to memory; keys are computed only for those written."""

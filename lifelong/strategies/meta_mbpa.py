@@ -354,11 +354,11 @@ class MetaMbPA(StrategyHooks):
     def _keys(self, examples: Sequence[Example]) -> np.ndarray:
         """Memory keys of raw test examples, 64 at a time, shape (n, key_dim)."""
         chunks = [examples[s : s + 64] for s in range(0, len(examples), 64)]
-        return np.concatenate([self.writer.keys(self.kind.encode(list(c))) for c in chunks])
+        return np.concatenate([self.writer.query_keys(self.kind.encode(list(c))) for c in chunks])
 
     def pool(self, batches: Sequence[Batch]) -> tuple[np.ndarray, np.ndarray]:
         """Distinct memories retrieved by the test examples and their weights (retrieval counts)."""
-        return self.pool_keys(np.concatenate([self.writer.keys(b.examples) for b in batches]))
+        return self.pool_keys(np.concatenate([self.writer.query_keys(b.examples) for b in batches]))
 
     def pool_keys(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`pool` for test inputs given by their keys (n, key_dim)."""
@@ -369,7 +369,7 @@ class MetaMbPA(StrategyHooks):
     def coarse_adapt(self, batches: Sequence[Batch]) -> Params:
         """θ̃ after L full-pool SGD steps on the weighted pool (see the module docstring)."""
         return self.coarse_adapt_keys(
-            np.concatenate([self.writer.keys(b.examples) for b in batches])
+            np.concatenate([self.writer.query_keys(b.examples) for b in batches])
         )
 
     def coarse_adapt_keys(self, keys: np.ndarray) -> Params:

@@ -167,8 +167,9 @@ def test_mbpa_plus_plus_counts_keys_and_local_adaptation_by_hand(context, task):
     tests = sum(len(t.test) for t in stream.tasks)
     memory = [sum(len(t.train) for t in stream.tasks[: i + 1]) for i in range(len(stream))]
     assert evaluate["forward_rows"] == tests  # the untrained evaluation: no memory yet
-    # per evaluation: each test input keyed and carried to the head, each memory carried once
-    assert adapt["forward_rows"] == sum(2 * tests + m for m in memory)
+    # each test input keyed once (the key network is frozen: later evaluations reuse its keys);
+    # per evaluation, each test input carried to the head and each memory carried once
+    assert adapt["forward_rows"] == tests + sum(tests + m for m in memory)
     # L steps on min(K, memory) neighbours each, then the adapted head predicts the input
     assert adapt["head_backward_rows"] == sum(tests * min(k, m) * steps for m in memory)
     assert adapt["head_forward_rows"] == adapt["head_backward_rows"] + len(memory) * tests

@@ -391,3 +391,34 @@ def test_local_adaptation_defaults_are_the_paper_and_em_in_lll_values():
     assert (o.k, o.steps, o.l2, o.adapt_lr, o.momentum) == (32, 30, 1e-3, 2e-3, 0.9)
     with pytest.raises(ValueError, match="momentum"):
         AdaptationOptions(momentum=1.0)
+
+
+def test_the_head_prefix_computes_the_last_layer_at_cls_alone_as_the_full_layer(setup):
+    from lifelong.mechanisms.neighbours import frozen_prefix
+    from lifelong.streams import Example
+
+    model, writer, _ = setup
+    texts = ["short", "a far longer input that pads the others", "in between, this"]
+    test = writer.kind([Example(t, 0) for t in texts])
+    stage = model.encoder.num_layers + 1
+    assert not test.attention_mask.bool().all()  # padded rows
+    staged, mask = frozen_prefix(model, stage, *test.inputs())
+    with torch.no_grad():
+        full = model.encoder.run_stages(test.input_ids, test.attention_mask, 0, stage)
+        plain = model(*test.inputs())
+        from_prefix = model(staged, mask, start=stage, packed=True)
+    assert staged.shape[1] == 1
+    torch.testing.assert_close(staged[:, 0], full[:, 0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(from_prefix, plain, rtol=0, atol=1e-5)
+    assert (from_prefix.argmax(-1) == plain.argmax(-1)).all()  # the same predictions
+
+
+def test_test_inputs_are_keyed_once_across_evaluations(setup):
+    _, writer, test = setup
+    local = adapter(setup, adapt_scope="head")
+    first = local.neighbours(test)  # keyed here, or by an earlier test of this module
+    hits = writer.queries.hits
+    again = local.neighbours(test)  # the next evaluation: the frozen key network is not rerun
+    assert writer.queries.hits == hits + 1
+    assert (first == again).all()
+    assert (first == writer.memory.nearest(writer.keys(test.examples), 6)[1]).all()

@@ -1,0 +1,203 @@
+"""Every table of docs/guide/encoders.md is traced to a committed result file: a changed digit on
+either side fails here (its `lifelong lm` block is checked in tests/experiments/test_lm_table.py).
+"""
+
+import csv
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "guide" / "encoders.md"
+RESULTS = ROOT / "results"
+
+
+def page_table(header_start: str) -> list[list[str]]:
+    """The body rows (cells, stripped) of the page's table whose header starts so."""
+    lines = PAGE.read_text(encoding="utf-8").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(header_start)]
+    assert len(starts) == 1, f"{len(starts)} tables start with {header_start!r}"
+    rows = []
+    for line in lines[starts[0] + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def signed(value: float) -> str:
+    """One decimal, the page's minus sign."""
+    return f"{value:.1f}".replace("-", "−")
+
+
+def load_script(relative: str):
+    path = ROOT / "experiments" / relative
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+# ---------------------------------------------------------------------------------------------
+# Long inputs: REPLAY with each reader, one run each (results/long_inputs/train{500,2000}/)
+# ---------------------------------------------------------------------------------------------
+
+READERS = ("minilm-128", "minilm-512", "rmt-minilm-64")
+
+
+def run_cells(run: Path) -> list[str]:
+    """What the page shows of one run: accuracy, BWT, forgetting, minutes, the diagonal."""
+    metrics = json.loads((run / "metrics.json").read_text())
+    with (run / "accuracy.csv").open() as handle:
+        matrix = list(csv.reader(handle))
+    tasks = matrix[0][1:]
+    diagonal = [float(matrix[2 + i][1 + i]) for i in range(len(tasks))]  # row "after <task i>"
+    return [
+        f"{metrics['average_accuracy']:.1f}",
+        signed(metrics["bwt"]),
+        f"{metrics['forgetting']:.1f}",
+        f"{metrics['seconds'] / 60:.1f}",
+        ", ".join(f"{a:.1f}" for a in diagonal),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("header", "folder"),
+    [
+        ("| REPLAY reads | average accuracy", "train500"),
+        ("| REPLAY reads (2,000 rows a task)", "train2000"),
+    ],
+)
+def test_the_long_input_tables_are_the_committed_runs(header, folder):
+    rows = page_table(header)
+    assert len(rows) == len(READERS)
+    for row, reader in zip(rows, READERS):
+        runs = sorted((RESULTS / "long_inputs" / folder / reader).glob("**/metrics.json"))
+        assert len(runs) == 1, f"{folder}/{reader}: {len(runs)} runs"
+        assert row[1:] == run_cells(runs[0].parent), f"{folder}/{reader}"
+
+
+def test_the_retrospective_feed_table_is_what_long_inputs_prints_from_the_committed_runs():
+    long_inputs = load_script("text_classification/long_inputs.py")
+    folder = RESULTS / "long_inputs" / "retrospective_feed"
+    readers = ("ernie-doc-32", "ernie-doc-32-once", "transformer-xl-32")
+    printed = long_inputs.table({r: folder / r for r in readers}, "mtl")
+    assert printed == (folder / "table.md").read_text()
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in printed.splitlines()
+        if line.startswith("| ") and not line.startswith("| mtl")
+    }
+    labels = ("two passes", "one pass", "`transformer-xl`")
+    for page_row, reader, label in zip(page_table("| reader | average accuracy"), readers, labels):
+        assert label in page_row[0]
+        accuracy, minutes, runs = rows[reader][1], rows[reader][4], rows[reader][5]
+        assert page_row[1:] == [accuracy, minutes, runs], reader
+
+
+# ---------------------------------------------------------------------------------------------
+# Long-range recall (results/recall/): the per-cell log and the later modules' tables
+# ---------------------------------------------------------------------------------------------
+
+
+def recall_results() -> dict[tuple[str, int], float]:
+    """Accuracy (%) per (module, segments) from the committed recall files."""
+    found: dict[tuple[str, int], float] = {}
+    log = (RESULTS / "recall" / "recall_s0_log.txt").read_text()
+    for name, segments, accuracy in re.findall(r"(\S+) segments=(\d+) .* accuracy ([\d.]+)%", log):
+        found[(name, int(segments))] = float(accuracy)
+    for table in sorted((RESULTS / "recall").glob("recall_s0_*.md")):
+        found.update(markdown_cells(table.read_text()))  # later files replace earlier rows
+    return found
+
+
+def markdown_cells(text: str) -> dict[tuple[str, int], float]:
+    """(module, segments) -> value of a `sorting_table.py` markdown table (rows: segments)."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    names = [c.strip() for c in lines[0].strip("|").split("|")][1:]
+    cells = {}
+    for line in lines[2:]:
+        values = [c.strip() for c in line.strip("|").split("|")]
+        for name, value in zip(names, values[1:]):
+            if value != "n/a":
+                cells[(name, int(values[0]))] = float(value)
+    return cells
+
+
+def test_the_recall_table_is_the_committed_recall_runs():
+    found = recall_results()
+    rows = page_table("| module | 2 segments (64 tokens)")
+    assert len(rows) == 17  # every memory module and full attention
+    for row in rows:
+        name = row[0].split("`")[1]
+        assert row[1:3] == [f"{found[(name, 2)]:.1f}", f"{found[(name, 4)]:.1f}"], name
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoder cost against sequence length (results/bench/encoders_*.txt)
+# ---------------------------------------------------------------------------------------------
+
+
+def bench_tables(path: Path) -> dict[str, dict[int, dict[str, str]]]:
+    """module -> length -> column -> cell, from `experiments/bench/encoders.py`'s output."""
+    tables: dict[str, dict[int, dict[str, str]]] = {}
+    header: list[str] = []
+    module = ""
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("|") and " " not in line.strip():
+            module = line.strip()
+        elif line.startswith("| L |"):  # a module's table, or a comparison (not read)
+            header = [c.strip() for c in line.strip("|").split("|")]
+            header = header if "ms/seg" in header else []
+        elif line.startswith("| ") and header and module:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            tables.setdefault(module, {})[int(cells[0])] = dict(zip(header, cells))
+    return tables
+
+
+def within_rounding(shown: str, numerator: str, denominator: str) -> bool:
+    """Whether ``shown`` (2 decimals) is numerator / denominator for some unrounded values."""
+    half = [0.5 * 10 ** -len(x.split(".")[1]) for x in (numerator, denominator, shown)]
+    low = (float(numerator) - half[0]) / (float(denominator) + half[1])
+    high = (float(numerator) + half[0]) / (float(denominator) - half[1])
+    return low - half[2] <= float(shown) <= high + half[2]
+
+
+def test_the_encoder_cost_table_is_the_committed_bench_output():
+    tables = bench_tables(RESULTS / "bench" / "encoders_2026-11-26_cpu.txt")
+    later = bench_tables(RESULTS / "bench" / "encoders_infinity_former_2026-11-27_cpu.txt")
+    tables["infinity-former"] = later["infinity-former"]  # the module as it reads now
+    rows = page_table("| module | ms per segment, 256 tokens")
+    assert len(rows) == 17
+    for row in rows:
+        name = row[0].strip("`")
+        by_length = tables[name]
+        expected = [by_length[256]["ms/seg"]] + [by_length[n]["x seg"] for n in (512, 1024, 2048)]
+        assert row[1:5] == expected, name
+        saved = (by_length[2048]["saved MiB"], by_length[256]["saved MiB"])
+        assert within_rounding(row[5], *saved), f"{name}: saved {row[5]} is not {saved}"
+        assert row[6] == by_length[2048]["state KiB"], name
+
+
+# ---------------------------------------------------------------------------------------------
+# Why full attention trailed (results/lm/segment_length_probe_s0.md)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_segment_length_table_is_the_committed_probe_output():
+    text = (RESULTS / "lm" / "segment_length_probe_s0.md").read_text()
+    committed = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if re.match(r"\| \d", line)
+    ]
+    assert page_table("| segment | training loss") == committed
+    assert len(committed) == 3
