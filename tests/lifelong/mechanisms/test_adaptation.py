@@ -422,3 +422,29 @@ def test_test_inputs_are_keyed_once_across_evaluations(setup):
     assert writer.queries.hits == hits + 1
     assert (first == again).all()
     assert (first == writer.memory.nearest(writer.keys(test.examples), 6)[1]).all()
+
+
+BF16_TOLERANCE = 1e-2
+"""Batched adaptation under bf16 autocast against fp32, relative to the largest |logit|: bf16
+keeps 8 significant bits (a relative step of 2^-8 = 3.9e-3 per rounding); measured 2e-3 here."""
+
+
+@pytest.mark.parametrize(
+    ("scope", "options"),
+    [
+        ("all", {"fast_chunk": 2}),  # vmapped over test examples
+        ("top1", {"fast_chunk": 2}),
+        ("head", {}),  # vmapped 64 at a time by default
+        ("lora", {"fast_chunk": 2}),
+    ],
+)
+def test_batched_adaptation_in_bf16_stays_within_its_stated_tolerance(setup, scope, options):
+    """fp32: equal to the per-example reference within 1e-4 (the tests above); bf16 (a run's
+    ``precision: bf16`` autocast): within `BF16_TOLERANCE` of fp32 and the same predictions."""
+    _, _, test = setup
+    fp32 = adapter(setup, adapt_scope=scope, **options).logits(test)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16 = adapter(setup, adapt_scope=scope, **options).logits(test)
+    scale = float(fp32.abs().max())
+    assert float((bf16.float() - fp32).abs().max()) <= BF16_TOLERANCE * scale
+    assert (bf16.argmax(-1) == fp32.argmax(-1)).all()
