@@ -36,7 +36,8 @@ def frozen_prefix(
     representation already holds them. At the head stage only the [CLS] position is kept when
     the head reads nothing else (a classification head; a span head reads every token), and
     the last layer is computed there alone (``pooled_only``: its keys and values still read
-    every token; the full layer's value up to float rounding, 1.145x faster, issue 67).
+    every token; the full layer's value up to float rounding, 1.10x faster on real test rows:
+    ``experiments/bench/evaluation.py``).
     """
     if stage == 0:
         return (ids, mask) if token_type_ids is None else (ids, mask, token_type_ids)
