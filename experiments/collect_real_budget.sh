@@ -5,7 +5,8 @@
 #
 # OUT is experiments/real_budget_campaign.sh's output folder. A run is finished when its
 # metrics.json is written and its checkpoint.pt is gone (a run removes it when it ends); only its
-# config, accuracy matrix and metrics are copied (what `lifelong report` reads), into
+# config, accuracy matrix and metrics are copied (what `lifelong report` reads; a probing run's
+# probing.csv too), into
 # DEST/text/<run>, DEST/fewrel/<run> and, for Avalanche's Naive against SEQ over five seeds
 # (the campaign runs that pair in its own folder, OUT/avalanche_pair, so that its extra seeds of
 # order i stay out of the text table), DEST/avalanche_pair/<run>. The protocol's two checks go
@@ -34,7 +35,8 @@ for pair in "${pairs[@]}"; do
         [ -f "$run/metrics.json" ] && [ ! -e "$run/checkpoint.pt" ] || continue
         name=$(basename "$run")
         mkdir -p "$DEST/$kind/$name"
-        for file in config.yaml accuracy.csv metrics.json; do
+        for file in config.yaml accuracy.csv metrics.json probing.csv; do
+            [ -f "$run/$file" ] || continue  # probing.csv: only a --probe run has one
             cp "$run/$file" "$DEST/$kind/$name/$file.tmp"
             mv "$DEST/$kind/$name/$file.tmp" "$DEST/$kind/$name/$file"
         done

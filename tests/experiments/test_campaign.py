@@ -177,13 +177,19 @@ def test_collect_copies_finished_runs_only(tmp_path):
         "avalanche_pair/text_real_budget/seq_i_s2": ["config.yaml", "accuracy.csv", "metrics.json"],
         "replay_rate_0.05/replay_i_s0": ["config.yaml", "accuracy.csv", "metrics.json"],
         "text_real_budget_top1/mbpa++_i_s0": ["config.yaml", "accuracy.csv", "metrics.json"],
+        "text_real_budget_probe/seq_i_s0": [
+            "config.yaml",
+            "accuracy.csv",
+            "metrics.json",
+            "probing.csv",
+        ],  # fmt: skip
     }.items():
         (out / name).mkdir(parents=True)
         for file in files:
             (out / name / file).write_text(f"{name}/{file}")
     result = subprocess.run(["bash", str(COLLECT), str(out), str(dest)], check=True,
                             capture_output=True, text=True)  # fmt: skip
-    assert "5 finished runs" in result.stdout
+    assert "6 finished runs" in result.stdout
     copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     assert copied == [
         "avalanche_pair/seq_i_s2/accuracy.csv", "avalanche_pair/seq_i_s2/config.yaml",
@@ -193,6 +199,8 @@ def test_collect_copies_finished_runs_only(tmp_path):
         "replay_rate_0.05/replay_i_s0/accuracy.csv", "replay_rate_0.05/replay_i_s0/config.yaml",
         "replay_rate_0.05/replay_i_s0/metrics.json",
         "text/seq_i_s0/accuracy.csv", "text/seq_i_s0/config.yaml", "text/seq_i_s0/metrics.json",
+        "text_probe/seq_i_s0/accuracy.csv", "text_probe/seq_i_s0/config.yaml",
+        "text_probe/seq_i_s0/metrics.json", "text_probe/seq_i_s0/probing.csv",
         "text_top1/mbpa++_i_s0/accuracy.csv", "text_top1/mbpa++_i_s0/config.yaml",
         "text_top1/mbpa++_i_s0/metrics.json",
     ]  # fmt: skip
