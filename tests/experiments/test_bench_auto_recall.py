@@ -15,3 +15,17 @@ def test_auto_recall_bench_reports_the_choice_and_its_fresh_recall(load_script, 
     fresh = float(re.search(r"fresh queries recall@32 ([\d.]+) by slots", line).group(1))
     assert checked >= 0.95 and 0 < fresh <= 1
     assert ("meets" in line) == (fresh >= 0.95)
+
+
+def test_the_benchmarks_page_shows_the_committed_run_and_it_meets_the_target():
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    committed = (root / "results" / "bench" / "auto_recall_2026-12-02_cpu.txt").read_text()
+    assert committed.strip() in (root / "docs" / "guide" / "benchmarks.md").read_text()
+    draws = [line for line in committed.splitlines() if line.startswith("draw")]
+    sizes = {line.split(": ")[1].split(" keys")[0] for line in draws}
+    assert sizes == {"100,000", "1,000,000"}
+    for line in draws:
+        fresh = float(re.search(r"fresh queries recall@32 ([\d.]+) by slots", line).group(1))
+        assert fresh >= 0.95, line
