@@ -349,8 +349,12 @@ class DocumentEncoder(nn.Module):
         stop: int,
         *,
         packed: bool = False,
+        pooled_only: bool = False,
     ) -> torch.Tensor:
         """Carry token ids (stage 0) to the final representation (stage 1), or stay put.
+
+        ``packed`` and ``pooled_only`` (see `HFEncoder.run_stages`) change nothing here: the
+        pooled vector is computed whole, at position 0 of the result.
 
         Raises:
             ValueError: For any other pair of stages.
