@@ -201,3 +201,30 @@ def test_the_segment_length_table_is_the_committed_probe_output():
     ]
     assert page_table("| segment | training loss") == committed
     assert len(committed) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Script blocks: what the command in the opening marker prints from the committed files
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_script_block_is_its_commands_output_on_the_committed_files():
+    """``<!-- NAME: python experiments/... -->`` ... ``<!-- /NAME -->``: the block is what the
+    command prints now (the LM table's block is checked in test_lm_table.py)."""
+    import shlex
+
+    page = PAGE.read_text(encoding="utf-8")
+    blocks = re.findall(
+        r"<!-- (?P<name>[a-z-]+): (?P<cmd>python [^>]*?) -->\n(?P<block>.*?)<!-- /(?P=name) -->",
+        page,
+        re.S,
+    )
+    names = [name for name, _, _ in blocks]
+    assert "sorting-table" in names
+    for name, command, block in blocks:
+        if name == "lm-table":
+            continue
+        args = shlex.split(command)
+        script = load_script(args[1].removeprefix("experiments/"))
+        printed = script.main([str(ROOT / a) for a in args[2:]])
+        assert block.strip() == printed.strip(), f"{name}: regenerate with {command}"
