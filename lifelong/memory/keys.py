@@ -26,11 +26,12 @@ class KeyEncoder:
     MbPA++ keeps the key network fixed so that keys do not drift as the example encoder learns;
     this class copies the encoder it is given at construction and never updates the copy.
 
-    A BERT-style encoder (`HFEncoder.packs`) is run packed, on the real tokens only, and when
-    the key is [CLS]'s its last layer is computed at [CLS] alone (its keys and values still read
-    every token: `HFEncoder.run_stages`, ``pooled_only``): the same key as the padded forward
-    pass, up to float rounding (max |Δ| 1.4e-6 on MiniLM), for less compute (1.61x faster on
-    640 real test rows at 64 tokens: ``experiments/bench/evaluation.py``).
+    On the CPU (`packs_keys`) a BERT-style encoder (`HFEncoder.packs`) is run packed, on the
+    real tokens only, and when the key is [CLS]'s its last layer is computed at [CLS] alone (its
+    keys and values still read every token: `HFEncoder.run_stages`, ``pooled_only``): the same
+    key as the padded forward pass, up to float rounding (max |Δ| 1.4e-6 on MiniLM), for less
+    compute (1.61x faster on 640 real test rows at 64 tokens:
+    ``experiments/bench/evaluation.py``).
 
     Args:
         encoder: The pre-trained encoder (copied; the original stays trainable).
@@ -67,7 +68,7 @@ class KeyEncoder:
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The key position's final hidden state (b, d): packed where the encoder can be."""
-        if not getattr(self.encoder, "packs", False):
+        if not (packs_keys(ids.device) and getattr(self.encoder, "packs", False)):
             types = () if token_type_ids is None else (token_type_ids,)
             return self.encoder(ids, mask, *types).hidden[:, self.position]
         first_only = self.position == 0 and bool(mask[:, 0].bool().all())  # [CLS] is first
@@ -81,6 +82,17 @@ class KeyEncoder:
             pooled_only=first_only,
         )  # (b, t, d); zeros at padding (and past [CLS] with pooled_only)
         return hidden[:, self.position]
+
+
+def packs_keys(device: torch.device) -> bool:
+    """Whether the key network runs packed on ``device``: on the CPU only.
+
+    Packing finds the real tokens with data-dependent shapes, which on a GPU makes the host wait
+    for the device (5 more host syncs per Meta-MbPA step on FewRel, counted by the CUDA
+    emulation tests), while the padded pass has none there and its padding costs little; the
+    saving was measured on the CPU.
+    """
+    return torch.device(device).type == "cpu"
 
 
 QUERY_CACHE_BYTES = 256 * 2**20

@@ -23,3 +23,10 @@ def cuda_rules():
     """CPU autocast follows CUDA autocast's whole op table for the test (`cuda_autocast_rules`)."""
     with cuda_autocast_rules():
         yield
+
+
+@pytest.fixture(autouse=True)
+def _keys_as_on_a_gpu(monkeypatch):
+    """The key network runs padded, as it does on CUDA (`lifelong.memory.keys.packs_keys`): the
+    emulated device tensors sit on the CPU, where it would run packed."""
+    monkeypatch.setattr("lifelong.memory.keys.packs_keys", lambda device: False)

@@ -83,3 +83,9 @@ def test_query_keys_key_each_batch_once_and_return_what_a_new_pass_gives(task):
     small(first)
     small(first)
     assert small.hits == 0 and small.held == 0
+
+
+def test_keys_are_packed_on_the_cpu_only():
+    from lifelong.memory.keys import packs_keys
+
+    assert packs_keys(torch.device("cpu")) and not packs_keys(torch.device("cuda", 0))
