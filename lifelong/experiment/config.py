@@ -408,7 +408,7 @@ def _build_stream(value: Mapping[str, Any], prefix: str) -> StreamSpec:
     from lifelong.streams.registry import spec_class
 
     name = value.get("name", "text")
-    if name not in STREAMS:
+    if not isinstance(name, str) or name not in STREAMS:  # a list or mapping is no name either
         raise OptionsError(
             f"{prefix}key 'stream': {name!r} is not allowed; expected one of {', '.join(STREAMS)}"
         )

@@ -173,6 +173,7 @@ def test_python_builds_a_config_from_sections_names_or_mappings():
         ({"lr": 1e-4, "training": {"lr": 1e-3}}, "key 'training.lr' is given twice"),
         ({"encoder": {"name": "tiny", "lr": 1}}, "unknown key 'encoder.lr'"),
         ({"training": {"lr": "fast"}}, "key 'lr'"),
+        ({"stream": {"name": ["text"]}}, r"key 'stream': \['text'\] is not allowed"),  # fuzz
     ],
 )
 def test_a_key_in_the_wrong_section_or_twice_is_named(values, message):
