@@ -297,30 +297,35 @@ def test_every_comparison_table_is_the_paired_report_of_the_committed_runs():
             assert row[3] == found.verdict, f"{row[0]}: {row[3]!r}; the runs: {found.verdict!r}"
 
 
-def test_the_probing_statement_is_the_committed_probing_run():
-    """The results page's split of SEQ's forgetting is the committed probing run's."""
+def test_the_probing_statement_is_the_committed_probing_run(load_script):
+    """The results page's probing table is probing.py's on the committed runs, and its prose
+    reads the SEQ run's matrices."""
     import csv
     import json
 
+    probing = load_script("text_classification/probing.py")
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- probing-table -->\n(.*?)<!-- /probing-table -->", page, re.S)
+    assert block and block.group(1).strip() == probing.table(RESULTS / "text_probe").strip()
     run = RESULTS / "text_probe" / "seq_i_s0"
     metrics = json.loads((run / "metrics.json").read_text())
     with (run / "probing.csv").open() as handle:
         probe = {row["row"]: row for row in csv.DictReader(handle)}
     with (run / "accuracy.csv").open() as handle:
         model = {row["row"]: row for row in csv.DictReader(handle)}
-    text = " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
+    text = " ".join(page.split())
     last = "after yahoo"
 
     def one(x: float | str) -> str:
         return f"{float(x):.1f}"
 
     assert (
-        f"the probe reads AG News at {one(probe[last]['ag_news'])} and DBpedia at "
+        f"the SEQ run's probe reads AG News at {one(probe[last]['ag_news'])} and DBpedia at "
         f"{one(probe[last]['dbpedia'])}, where SEQ's own head scores "
         f"{one(model[last]['ag_news'])} and {one(model[last]['dbpedia'])}"
     ) in text
     assert (
-        f"Of SEQ's forgetting of {one(metrics['forgetting'])} points, the probe's is "
+        f"of SEQ's forgetting of {one(metrics['forgetting'])} points, the probe's is "
         f"{one(metrics['probe_forgetting'])} (representation forgetting) and "
         f"{one(metrics['head_forgetting'])} is the head's"
     ) in text
