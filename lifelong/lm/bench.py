@@ -8,7 +8,7 @@ the module's memory; ``transformer`` reads each segment on its own (no memory) a
 model plus a datastore over the training text (`lifelong.lm.knn_lm`): its gain over
 ``transformer`` is the datastore's alone. Every row scores the validation text as two halves
 (``val_bpc`` over both, ``heldout_bpc`` over the second); kNN-LM's k and λ are chosen on the
-first half (the grid widened until the best pair is inside it: `KNNLM.tune`), so only the
+first half (the grid widened until the pair chosen is inside it: `KNNLM.tune`), so only the
 second is scored for it (its ``val_bpc`` is null) and the rows compare on text none tuned on;
 its row records the datastore search's recall at the chosen k on held-out contexts
 (`held_out_recall`: queries the datastore does not hold).

@@ -148,6 +148,17 @@ def interpolate(log_p_lm: torch.Tensor, p_knn: torch.Tensor, lam: float) -> torc
 LAMBDA_LIMIT = 0.9
 """The largest λ `KNNLM.tune` tries (λ < 1: the LM's distribution must keep some weight)."""
 
+K_LIMIT = 8_192
+"""The largest k `KNNLM.tune` tries: a search keeps (queries x k) distances, slots and tokens,
+20 bytes each, so an evaluation batch of 8,192 contexts at k = 8,192 holds 1.3 GB (a rerun
+that widened further held 13.6 GB and was stopped). Khandelwal et al. use 1,024 (§5)."""
+
+GAIN_TOLERANCE = 1e-4
+"""Nats per character within which two (k, λ) pairs count as equally good (`KNNLM.tune` picks
+the smallest k, then λ, within it of the best). A character LM's far neighbours weigh almost
+nothing under softmax(−d), so the loss keeps falling by ever smaller amounts as k doubles: a
+gain under this is the flat edge of the curve, not an optimum beyond the grid."""
+
 
 class KNNLM:
     """A trained `CausalLM` and its datastore, mixed as the paper does.
@@ -203,25 +214,27 @@ class KNNLM:
         """Choose k and λ by nats per character on ``data``, widening the grid past its edge.
 
         Khandelwal et al. (2020, §5: k up to 1,024, λ 0.25 on Wikitext-103) tune both on held
-        out text; a best pair on the grid's largest k or λ says the optimum may lie beyond it,
-        so the grid grows (k doubled while the memory holds that many; λ by 0.1 up to
-        `LAMBDA_LIMIT`) until the best pair is inside it or a limit is reached. Sets ``self.k``,
-        ``self.lam`` and ``self.grid`` (the k and λ searched) and returns every pair's loss.
+        out text. The pair chosen is the smallest k, then λ, within `GAIN_TOLERANCE` of the
+        best loss (`chosen_pair`); chosen on the grid's largest k or λ, it says the optimum may
+        lie beyond, so the grid grows (k doubled while the memory holds that many, up to
+        `K_LIMIT`; λ by 0.1 up to `LAMBDA_LIMIT`) until the chosen pair is inside it or a
+        limit is reached. Sets ``self.k``, ``self.lam`` and ``self.grid`` (the k and λ
+        searched) and returns every pair's loss.
         """
         ks, lams = sorted(set(ks)), sorted(set(lams))
         losses: dict[tuple[int, float], float] = {}
         while True:
             losses = self._grid_losses(data, window, ks, lams, batch_size)
-            best_k, best_lam = min(losses, key=losses.get)
-            wider_k = best_k == ks[-1] and 2 * ks[-1] <= len(self.memory)
-            wider_lam = best_lam == lams[-1] and lams[-1] + 0.1 <= LAMBDA_LIMIT + 1e-9
+            k, lam = chosen_pair(losses)
+            wider_k = k == ks[-1] and 2 * ks[-1] <= min(len(self.memory), K_LIMIT)
+            wider_lam = lam == lams[-1] and lams[-1] + 0.1 <= LAMBDA_LIMIT + 1e-9
             if not (wider_k or wider_lam):
                 break
             if wider_k:
                 ks.append(2 * ks[-1])
             if wider_lam:
                 lams.append(round(lams[-1] + 0.1, 2))
-        self.k, self.lam = min(losses, key=losses.get)
+        self.k, self.lam = chosen_pair(losses)
         self.grid = {"k": list(ks), "lambda": list(lams)}
         return losses
 
@@ -251,9 +264,13 @@ class KNNLM:
                     mixed = interpolate(log_p_lm, p_knn, lam)
                     totals[(k, lam)] -= float(mixed.gather(1, target).sum())
             count += target.numel()
-        losses = {pair: total / count for pair, total in totals.items()}
-        self.k, self.lam = min(losses, key=losses.get)
-        return losses
+        return {pair: total / count for pair, total in totals.items()}
+
+
+def chosen_pair(losses: dict[tuple[int, float], float]) -> tuple[int, float]:
+    """The smallest (k, λ) whose loss is within `GAIN_TOLERANCE` of the best one."""
+    best = min(losses.values())
+    return min(pair for pair, loss in losses.items() if loss <= best + GAIN_TOLERANCE)
 
 
 RECALL_QUERIES = 512
@@ -289,11 +306,14 @@ def held_out_recall(
 
 
 __all__ = [
+    "GAIN_TOLERANCE",
     "KNNLM",
+    "K_LIMIT",
     "RECALL_QUERIES",
     "held_out_recall",
     "Neighbours",
     "build_datastore",
+    "chosen_pair",
     "context_vectors",
     "interpolate",
     "keys_and_logits",

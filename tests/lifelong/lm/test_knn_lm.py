@@ -8,8 +8,10 @@ import torch
 from lifelong.encoders.layers import ModuleConfig
 from lifelong.encoders.memory_modules import build_memory_module
 from lifelong.lm.knn_lm import (
+    GAIN_TOLERANCE,
     KNNLM,
     build_datastore,
+    chosen_pair,
     context_vectors,
     key_block,
     keys_and_logits,
@@ -126,19 +128,40 @@ def test_entries_an_approximate_index_did_not_find_weigh_nothing(trained, monkey
 def test_tuning_widens_the_grid_until_the_best_pair_is_inside_it(trained):
     """A best pair on the grid's largest k or λ is not an optimum: the search goes on past it
     (k doubled while the datastore holds that many, λ up to `LAMBDA_LIMIT`)."""
-    from lifelong.lm.knn_lm import LAMBDA_LIMIT
+    from lifelong.lm.knn_lm import K_LIMIT, LAMBDA_LIMIT
 
     model, data, _ = trained
     memory = build_datastore(model, data[:800], 16)
     knn = KNNLM(model, memory)
     losses = knn.tune(data[800:], 16, ks=(1,), lams=(0.0,))  # a grid of one pair: its edge
     grid = knn.grid
-    assert losses[(knn.k, knn.lam)] == min(losses.values())
+    assert losses[(knn.k, knn.lam)] <= min(losses.values()) + GAIN_TOLERANCE
     assert grid["k"][:2] == [1, 2] and grid["lambda"][:2] == [0.0, 0.1]  # both widened
-    inside_k = knn.k < grid["k"][-1] or 2 * grid["k"][-1] > len(memory)
+    inside_k = knn.k < grid["k"][-1] or 2 * grid["k"][-1] > min(len(memory), K_LIMIT)
     inside_lam = knn.lam < grid["lambda"][-1] or grid["lambda"][-1] + 0.1 > LAMBDA_LIMIT
     assert inside_k and inside_lam
     assert set(losses) == {(k, lam) for k in grid["k"] for lam in grid["lambda"]}
+
+
+def test_a_flat_edge_stops_the_widening_and_the_smallest_as_good_pair_is_chosen(
+    trained, monkeypatch
+):
+    """The loss falls by ever less as k doubles (far neighbours weigh nothing): the grid stops
+    where doubling gains under `GAIN_TOLERANCE`, and the pair chosen lies inside it."""
+    model, data, _ = trained
+    knn = KNNLM(model, build_datastore(model, data[:800], 16))
+    asked = []
+
+    def losses(data, window, ks, lams, batch_size):  # flat in k past 4; best λ 0.2
+        asked.append(list(ks))
+        return {(k, lam): 1.0 + 0.1 / min(k, 4) + 1e-6 / k + (lam - 0.2) ** 2
+                for k in ks for lam in lams}  # fmt: skip
+
+    monkeypatch.setattr(knn, "_grid_losses", losses)
+    knn.tune(data[800:], 16, ks=(1, 2), lams=(0.0, 0.1, 0.2, 0.3))
+    assert knn.grid["k"] == [1, 2, 4, 8] and asked[-1] == [1, 2, 4, 8]  # 8 gains nothing
+    assert (knn.k, knn.lam) == (4, 0.2)  # the smallest k as good as the best: inside the grid
+    assert chosen_pair({(8, 0.2): 1.0, (4, 0.2): 1.00005, (2, 0.2): 1.01}) == (4, 0.2)
 
 
 def test_recall_is_checked_on_held_out_contexts_at_the_chosen_k(trained, monkeypatch):
