@@ -121,15 +121,7 @@ def recall_results() -> dict[tuple[str, int], float]:
 
 def markdown_cells(text: str) -> dict[tuple[str, int], float]:
     """(module, segments) -> value of a `sorting_table.py` markdown table (rows: segments)."""
-    lines = [line for line in text.splitlines() if line.startswith("|")]
-    names = [c.strip() for c in lines[0].strip("|").split("|")][1:]
-    cells = {}
-    for line in lines[2:]:
-        values = [c.strip() for c in line.strip("|").split("|")]
-        for name, value in zip(names, values[1:]):
-            if value != "n/a":
-                cells[(name, int(values[0]))] = float(value)
-    return cells
+    return load_script("lm/sorting_seeds.py").read_table(text)[2]
 
 
 def test_the_recall_table_is_the_committed_recall_runs():

@@ -28,20 +28,21 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))  # the sibling memory bench
-from memory import FEWREL_CFRL, cached_mixture, parse_size, real_keys, recall_at  # noqa: E402
+from memory import (  # noqa: E402
+    FEWREL_CFRL,
+    cached_mixture,
+    filled_memory,
+    parse_size,
+    real_keys,
+    recall_at,
+)
 
-from lifelong.memory import EpisodicMemory  # noqa: E402
-from lifelong.memory.records import ExampleRecords  # noqa: E402
 from lifelong.memory.search import RECALL_TARGET, TorchFlatIndex  # noqa: E402
 
 
 def measure(keys: np.ndarray, queries: np.ndarray, k: int) -> str:
     """One memory over ``keys``: its choice, and its recall and speed on ``queries``."""
-    memory = EpisodicMemory(keys.shape[1])
-    label = np.zeros((1,), np.int32)
-    for s in range(0, len(keys), 100_000):
-        part = keys[s : s + 100_000]
-        memory.write(ExampleRecords.build(label=[label] * len(part)), part)
+    memory = filled_memory(keys, "cpu")
     memory.nearest(queries[:1], k)  # chooses, trains and checks the index
     start = time.perf_counter()
     found = memory.nearest(queries, k)[1]

@@ -337,16 +337,22 @@ def index_rows(name, index, keys, queries, k, repeats, exact, settings) -> list[
     return rows
 
 
-def auto_row(keys, queries, k, repeats, exact, device) -> Row:
-    """``EpisodicMemory``'s default search (``index: auto``), through `EpisodicMemory.nearest`.
-
-    The build time is the first search's: choosing, training, laying out and checking.
-    """
+def filled_memory(keys: np.ndarray, device: str) -> EpisodicMemory:
+    """An `EpisodicMemory` (``index: auto``) holding ``keys`` (n, d), written 100,000 at a time."""
     memory = EpisodicMemory(keys.shape[1], device=device)
     label = np.zeros((1,), np.int32)
     for s in range(0, len(keys), 100_000):
         part = keys[s : s + 100_000]
         memory.write(ExampleRecords.build(label=[label] * len(part)), part)
+    return memory
+
+
+def auto_row(keys, queries, k, repeats, exact, device) -> Row:
+    """``EpisodicMemory``'s default search (``index: auto``), through `EpisodicMemory.nearest`.
+
+    The build time is the first search's: choosing, training, laying out and checking.
+    """
+    memory = filled_memory(keys, device)
     build, _ = timed(lambda: memory.nearest(queries[:1], k), 1)
     query, (_, found) = timed(lambda: memory.nearest(queries, k), repeats)
     choice = memory.index_choice

@@ -289,11 +289,8 @@ class EpisodicMemory:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self.key_dim:
             raise ValueError(f"queries must have shape (q, {self.key_dim}), got {queries.shape}")
-        index = self._synced_index()
         k = min(k, self._size)
-        if hasattr(index, "hnsw"):  # graph search: explore enough candidates for k results
-            index.hnsw.efSearch = max(index.hnsw.efSearch, 4 * k)
-        distances, slots = index.search(queries, k)
+        distances, slots = self._searching(k).search(queries, k)
         return distances, slots.astype(np.int64)
 
     def recall(self, queries: np.ndarray, k: int) -> tuple[float, float]:
@@ -305,10 +302,15 @@ class EpisodicMemory:
         """
         if self._size == 0:
             raise ValueError("cannot search an empty memory")
-        index = self._synced_index()
-        if hasattr(index, "hnsw"):  # as `nearest` searches it
-            index.hnsw.efSearch = max(index.hnsw.efSearch, 4 * min(k, self._size))
+        index = self._searching(min(k, self._size))  # as `nearest` searches
         return search.query_recall(index, self._keys[: self._size], queries, k)
+
+    def _searching(self, k: int) -> Index:
+        """The synced index, set up to find ``k`` neighbours."""
+        index = self._synced_index()
+        if hasattr(index, "hnsw"):  # graph search: explore enough candidates for k results
+            index.hnsw.efSearch = max(index.hnsw.efSearch, 4 * k)
+        return index
 
     @property
     def index_choice(self) -> IndexChoice | None:
