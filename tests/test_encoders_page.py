@@ -40,6 +40,7 @@ def load_script(relative: str):
     try:
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # a dataclass resolves its annotations there
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(path.parent))
@@ -220,3 +221,86 @@ def test_every_script_block_is_its_commands_output_on_the_committed_files():
         script = load_script(args[1].removeprefix("experiments/"))
         printed = script.main([str(ROOT / a) for a in args[2:]])
         assert block.strip() == printed.strip(), f"{name}: regenerate with {command}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Training and evaluation speed side by side (results/bench/lm_speed_*.txt)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_lm_speed_table_is_the_committed_bench_output():
+    text = (RESULTS / "bench" / "lm_speed_2026-12-02_cpu.txt").read_text()
+    committed = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| module")
+    ]
+    assert page_table("| module | train tokens/s | x transformer") == committed
+    assert [row[0] for row in committed] == ["transformer", "pkm", "pkm:dense"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The sixteen designs at a glance: every number is one a committed file gives
+# ---------------------------------------------------------------------------------------------
+
+NUMBER = re.compile(r"[−+-]?\d[\d,]*\.\d+")  # a result: settings and years are whole numbers
+
+
+def numbers(text: str) -> set[str]:
+    """Every decimal in ``text``, the page's minus sign as ``-``."""
+    return {n.replace("−", "-") for n in NUMBER.findall(text)}
+
+
+def lm_numbers() -> set[str]:
+    """Per-seed held-out bpc of every LM row and its difference from `transformer` and
+    Transformer-XL (the 2-layer and dense-PKM runs' too), and the LM table's whole output."""
+    lm_table = load_script("lm/lm_table.py")
+    files = [RESULTS / "lm" / f"lm_s{seed}.json" for seed in (0, 1)]
+    found = numbers(lm_table.main([str(f) for f in files]))
+    ablation = json.loads((RESULTS / "lm" / "ablation" / "pkm_dense_values_rows.json").read_text())
+    two_layers = json.loads((RESULTS / "lm" / "lm_2layers_s0.json").read_text())["modules"]
+    for seed, path in enumerate(files):
+        rows = json.loads(path.read_text())["modules"]
+        extra = {"pkm:dense": ablation["rows"][f"seed {seed}"]}
+        if seed == 0:
+            extra |= {f"{m}:2 layers": row for m, row in two_layers.items()}
+        baselines = [rows["transformer"], rows["transformer-xl"]]
+        if seed == 0:
+            baselines.append(two_layers["transformer-xl"])
+        for row in [*rows.values(), *extra.values()]:
+            found.add(f"{row['heldout_bpc']:.3f}")
+            found.update(f"{row['heldout_bpc'] - b['heldout_bpc']:+.3f}" for b in baselines)
+    return found
+
+
+def sorting_numbers() -> set[str]:
+    """The sorting table (`sorting_seeds.py` on every committed seed file) and the ∞-former's
+    earlier files' cells."""
+    sorting_seeds = load_script("lm/sorting_seeds.py")
+    seeds = sorted(str(p) for p in (RESULTS / "sorting").glob("sorting_s*.md"))
+    found = numbers(sorting_seeds.main(seeds))
+    for path in (RESULTS / "sorting").glob("infinity_former_s*.md"):
+        found.update(f"{v:.1f}" for v in markdown_cells(path.read_text()).values())
+    return found
+
+
+def traced_numbers() -> set[str]:
+    """Every number the encoders page's tested tables and their committed files give."""
+    found = lm_numbers() | sorting_numbers()
+    found.update(f"{v:.1f}" for v in recall_results().values())
+    for bench in (RESULTS / "bench").glob("encoders_*_cpu.txt"):
+        found |= numbers(bench.read_text())
+    found |= numbers((RESULTS / "bench" / "lm_speed_2026-12-02_cpu.txt").read_text())
+    for metrics in (RESULTS / "long_inputs").glob("train*/*/**/metrics.json"):
+        found |= numbers(" ".join(run_cells(metrics.parent)))
+    found |= numbers((RESULTS / "long_inputs" / "retrospective_feed" / "table.md").read_text())
+    return found
+
+
+def test_every_number_of_the_designs_at_a_glance_is_a_committed_result():
+    rows = page_table("| design (paper) | `--encoder`")
+    assert len(rows) == 16
+    traced = traced_numbers()
+    untraced = {row[0]: sorted(numbers(row[3]) - traced) for row in rows}
+    untraced = {design: found for design, found in untraced.items() if found}
+    assert not untraced, f"numbers in no committed result file: {untraced}"

@@ -112,12 +112,20 @@ lookups read k rows per token; a dense AdamW with weight decay would move all 16
 
 
 def build_lm(
-    name: str, vocab: int, settings: BenchSettings, seed: int, chars: str | None = None
+    name: str,
+    vocab: int,
+    settings: BenchSettings,
+    seed: int,
+    chars: str | None = None,
+    *,
+    sparse_values: bool | None = None,
 ) -> CausalLM:
     """A randomly initialised character LM of family ``name`` at the bench's sizes.
 
     ``chars`` (the vocabulary's characters) gives a structure-aware family (Segatron) its
-    sentence and paragraph boundaries.
+    sentence and paragraph boundaries. ``sparse_values`` overrides whether a family in
+    `SPARSE_VALUES` trains its value table sparsely (default: as its paper, yes); the dense
+    variant is for comparisons only (`experiments/bench/lm_speed.py`).
     """
     full = name == FULL_ATTENTION
     segment = settings.window if full else settings.segment_length
@@ -137,7 +145,7 @@ def build_lm(
         if name in STRUCTURE_AWARE and chars is not None:
             options = boundary_ids(lambda c: chars.index(c) if c in chars else None)
         if name in SPARSE_VALUES:  # Lample et al. §4.2: sparse Adam on the value table
-            options["sparse"] = True
+            options["sparse"] = True if sparse_values is None else sparse_values
         module = build_memory_module("transformer" if full else name, config, segment, **options)
         return CausalLM(module, segment)
 
