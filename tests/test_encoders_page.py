@@ -288,6 +288,8 @@ def traced_numbers() -> set[str]:
     """Every number the encoders page's tested tables and their committed files give."""
     found = lm_numbers() | sorting_numbers()
     found.update(f"{v:.1f}" for v in recall_results().values())
+    for path in (RESULTS / "recall").glob("*.md"):  # the ablations' files too
+        found.update(f"{v:.1f}" for v in markdown_cells(path.read_text()).values())
     for bench in (RESULTS / "bench").glob("encoders_*_cpu.txt"):
         found |= numbers(bench.read_text())
     found |= numbers((RESULTS / "bench" / "lm_speed_2026-12-02_cpu.txt").read_text())
@@ -304,3 +306,12 @@ def test_every_number_of_the_designs_at_a_glance_is_a_committed_result():
     untraced = {row[0]: sorted(numbers(row[3]) - traced) for row in rows}
     untraced = {design: found for design, found in untraced.items() if found}
     assert not untraced, f"numbers in no committed result file: {untraced}"
+
+
+def test_rmt_without_the_curriculum_is_the_committed_ablation():
+    cells = markdown_cells((RESULTS / "recall" / "rmt_no_curriculum_s0.md").read_text())
+    found = recall_results()
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    without = f"{cells[('rmt', 2)]:.1f}% at 2 segments and {cells[('rmt', 4)]:.1f}% at 4"
+    with_it = f"with it, {found[('rmt', 2)]:.1f}% and {found[('rmt', 4)]:.1f}%"
+    assert f"RMT stays at chance: {without}" in page and with_it in page
