@@ -51,7 +51,18 @@ def load_script(relative: str):
 # Long inputs: REPLAY with each reader, one run each (results/long_inputs/train{500,2000}/)
 # ---------------------------------------------------------------------------------------------
 
-READERS = ("minilm-128", "minilm-512", "rmt-minilm-64")
+READERS = ("minilm-128", "minilm-512", "rmt-minilm-64", "rmt-minilm-64-unwrapped")
+"""Each table's row order: a reader folder's runs (by seed) in this order, where it has any
+(``rmt-minilm-64-unwrapped``: the runs before each segment was wrapped as [CLS] text [SEP])."""
+
+
+def committed_runs(folder: str) -> list[tuple[str, Path]]:
+    """(reader, run directory) of every committed run under ``folder``, in the tables' order."""
+    runs = []
+    for reader in READERS:
+        found = sorted((RESULTS / "long_inputs" / folder / reader).glob("**/metrics.json"))
+        runs += [(reader, metrics.parent) for metrics in found]
+    return runs
 
 
 def run_cells(run: Path) -> list[str]:
@@ -79,11 +90,12 @@ def run_cells(run: Path) -> list[str]:
 )
 def test_the_long_input_tables_are_the_committed_runs(header, folder):
     rows = page_table(header)
-    assert len(rows) == len(READERS)
-    for row, reader in zip(rows, READERS):
-        runs = sorted((RESULTS / "long_inputs" / folder / reader).glob("**/metrics.json"))
-        assert len(runs) == 1, f"{folder}/{reader}: {len(runs)} runs"
-        assert row[1:] == run_cells(runs[0].parent), f"{folder}/{reader}"
+    runs = committed_runs(folder)
+    assert len(rows) == len(runs), f"{folder}: {len(rows)} rows, {len(runs)} committed runs"
+    for row, (reader, run) in zip(rows, runs):
+        assert ("rmt" in reader) == ("rmt-minilm" in row[0]), f"{folder}: {row[0]} is {reader}"
+        assert ("unwrapped" in reader) == ("before" in row[0]), f"{folder}: {row[0]} is {reader}"
+        assert row[1:] == run_cells(run), f"{folder}/{reader}/{run.name}"
 
 
 def test_the_retrospective_feed_table_is_what_long_inputs_prints_from_the_committed_runs():
