@@ -151,6 +151,14 @@ def _values(runs: Sequence[tuple[int, dict[str, Any]]], module: str, key: str) -
     ]
 
 
+def _every_seed(runs: Sequence[tuple[int, dict[str, Any]]], module: str, key: str) -> list[float]:
+    """``_values`` when every seed that ran ``module`` has the value, else none (kNN-LM scores
+    only the held-out half, so a seed run before that has a val bpc the others lack)."""
+    values = _values(runs, module, key)
+    ran = sum(module in rows for _, rows in runs)
+    return values if len(values) == ran else []
+
+
 def budget_line(budget: dict[str, Any], seeds: Sequence[int]) -> str:
     """One line stating the shared budget, as `lifelong lm` prints it."""
     train = budget["train"]
@@ -190,7 +198,7 @@ def table(budget: dict[str, Any], runs: Sequence[tuple[int, dict[str, Any]]]) ->
         store = _values(runs, module, "datastore")
         cells = [
             f"`{module}`", family, memory, f"{int(params[0]):,}" if params else "–", *per_seed,
-            _cell(_mean(_values(runs, module, "val_bpc")), ".3f"),
+            _cell(_mean(_every_seed(runs, module, "val_bpc")), ".3f"),
             _cell(_mean(_values(runs, module, "heldout_bpc")), ".3f"),
             _cell(_mean(_values(runs, module, "train_tokens_per_s")), ",.0f"),
             _cell(_mean(_values(runs, module, "eval_tokens_per_s")), ",.0f"),

@@ -51,6 +51,15 @@ def test_a_module_missing_on_one_seed_shows_a_dash_and_the_mean_of_the_others(lm
     assert [c.strip() for c in pkm.strip("|").split("|")][4:7] == ["2.400", "–", "2.400"]
 
 
+def test_a_val_bpc_one_seed_lacks_gives_no_mean(lm_table, tmp_path):
+    knn_scored_held_out_only = Row("knn-lm", 1000, None, 2.5, 4000.0, 60.0, 40.0, seconds=60.0)
+    s0 = _file(tmp_path, 0, [_row("transformer", 2.6), knn_scored_held_out_only])
+    s1 = _file(tmp_path, 1, [_row("transformer", 2.8), _row("knn-lm", 2.4)])
+    text = lm_table.main([str(s0), str(s1)])
+    knn = next(line for line in text.splitlines() if line.startswith("| `knn-lm`"))
+    assert [c.strip() for c in knn.strip("|").split("|")][4:8] == ["–", "2.400", "–", "2.455"]
+
+
 @pytest.mark.parametrize(
     ("knn", "verdict"),
     [((2.5, 2.7), "shows"), ((2.7, 2.9), "reversed"), ((2.5, 2.9), "mixed")],
