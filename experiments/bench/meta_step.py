@@ -1,7 +1,7 @@
 """Meta-MbPA's training step per ``meta_scope``, side by side with SEQ's, at the budget settings.
 
     python experiments/bench/meta_step.py [--data-dir ../shared/data/text_real]
-        [--scopes all,head] [--steps 2] [--device cpu] [--encoder minilm]
+        [--scopes all,head,head-loop] [--steps 2] [--device cpu] [--encoder minilm]
 
 Why the text budget protocol (`experiments/text_classification/real_budget.yaml`) gives
 Meta-MbPA's meta step the head: the paper's step (Wang et al., 2020, meta-task loss) adapts
@@ -12,6 +12,8 @@ training rows of order i, shuffled), with the episodic memory filled beforehand 
 (`scale.prefill`: every timed example meets its K neighbours, as it does in a run after its
 first few hundred examples), and with replay off (a run adds 10% replayed examples at the same
 cost each). SEQ's step is timed in the same process, just before, as the yardstick.
+``head-loop`` is ``head`` with its examples' head steps taken one at a time, as before they
+were batched (`MetaMbPA.batches_head_steps`): the anchor of the batching.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from lifelong.tasks.prepared import on_device
 BATCH = 16  # the budget's batch (real_budget.yaml)
 MAX_LENGTH = 64  # the budget's tokens
 LR = 3e-5  # the papers' learning rate (de Masson d'Autume et al., 2019, §4.2)
+HEAD_LOOP = "head-loop"  # --scopes name: meta_scope head, its examples' steps in a Python loop
 
 
 def observe_seconds(strategy: object, data: list[Batch], runtime: Runtime) -> float:
@@ -106,8 +109,11 @@ def main(argv: list[str] | None = None) -> None:
     seq = observe_seconds(registry.build("seq", context()), data, runtime)
     print(f"seq                       {seq:8.3f} s/example", flush=True)
     for scope in args.scopes.split(","):
-        options = {"meta_scope": scope, "replay_every": 10**9, "write_rate": 0.1}
+        loop = scope == HEAD_LOOP  # the head's per-example steps one at a time (the oracle)
+        meta_scope = "head" if loop else scope
+        options = {"meta_scope": meta_scope, "replay_every": 10**9, "write_rate": 0.1}
         strategy = registry.build("meta-mbpa", context(), options)
+        strategy.batches_head_steps = not loop
         prefill(strategy, fill)
         cost = observe_seconds(strategy, data, runtime)
         row = f"meta-mbpa {scope}"

@@ -57,7 +57,8 @@ from torch.func import functional_call
 
 from lifelong import cost
 from lifelong.batch import Batch
-from lifelong.encoders.base import attention_implementation
+from lifelong.encoders.base import EncoderOutput, attention_implementation
+from lifelong.heads import reads_pooled_only
 from lifelong.mechanisms.adaptation import LocalAdaptationOptions
 from lifelong.mechanisms.inner_loop import Params, local_adapt, summed_gradient
 from lifelong.mechanisms.neighbours import frozen_prefix
@@ -70,11 +71,13 @@ from lifelong.mechanisms.replay import (
 )
 from lifelong.mechanisms.scopes import Head, Lora, Scope, parse_scope
 from lifelong.memory import DiversityWrite, EpisodicMemory, EpisodicWriter
+from lifelong.model import task_loss
 from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, Range, option_group
 from lifelong.runtime import eager_call
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 from lifelong.streams.core import Example
+from lifelong.tasks.classification import Classification
 from lifelong.training import evaluating
 
 log = logging.getLogger(__name__)
@@ -106,6 +109,15 @@ class MetaMbPAOptions(ReplayOptions, LocalAdaptationOptions, ClipOptions):
     meta_scope: Scope = "all"  # what the meta step adapts: "all", "top<N>", "head" or "lora"
     first_order: bool = False  # treat the meta step's gradient as a constant
     pool_chunk: PositiveInt = 32  # memory examples per forward pass in a coarse step
+
+
+def _mean_cross_entropy(kind: object) -> bool:
+    """Whether ``kind``'s loss is `Classification`'s, the mean cross-entropy over rows.
+
+    A kind prepared for a device is read through to its base.
+    """
+    base = getattr(kind, "base", kind)
+    return isinstance(base, Classification) and type(base).loss is Classification.loss
 
 
 class MetaMbPA(StrategyHooks):
@@ -256,6 +268,13 @@ class MetaMbPA(StrategyHooks):
         position = {int(s): i for i, s in enumerate(distinct)}
         features = self.model.encoder(*stored.inputs())  # their rows
         inputs = self.model.encoder(*batch.inputs())  # the batch's rows
+        if self.batches_head_steps and self._one_row_each(batch, stored, neighbours):
+            near = torch.as_tensor(
+                np.array([[position[int(s)] for s in slots] for slots in neighbours]),
+                device=stored.input_ids.device,
+            )  # (n, K): each example's neighbours among the distinct ones
+            return self._batched_head_meta_loss(features.pooled, stored.labels, near, inputs.pooled,
+                                                batch.labels)  # fmt: skip
         head, criterion = self.model.head, self.model.criterion
         params = dict(head.named_parameters())
         losses = []
@@ -275,6 +294,58 @@ class MetaMbPA(StrategyHooks):
             logits = functional_call(head, adapted, (inputs.rows(own),))
             losses.append(criterion(logits, batch.examples_at([i], trim=False)))
         return torch.stack(losses).mean()
+
+    batches_head_steps: ClassVar[bool] = True
+    """Whether the head scope's per-example steps run as one ``vmap``-ed computation where they
+    can (`_one_row_each`); the per-example loop stays as the oracle (tested equal)."""
+
+    def _one_row_each(self, batch: Batch, stored: Batch, neighbours: list[np.ndarray]) -> bool:
+        """Whether the head steps can be batched (`_batched_head_meta_loss`).
+
+        They can with a classification loss (mean cross-entropy over rows), one row an example,
+        a head that reads the pooled vector alone, and as many neighbours for every example.
+        """
+        return (
+            _mean_cross_entropy(self.kind)
+            and batch.groups is None
+            and stored.groups is None
+            and reads_pooled_only(self.model.head)
+            and len({len(slots) for slots in neighbours}) == 1
+        )
+
+    def _batched_head_meta_loss(
+        self,
+        near_pooled: torch.Tensor,
+        near_labels: torch.Tensor,
+        near: torch.Tensor,
+        pooled: torch.Tensor,
+        labels: torch.Tensor,
+    ) -> torch.Tensor:
+        """`head_meta_loss` with every example's head step in one ``vmap`` (the same numbers).
+
+        Args:
+            near_pooled: The distinct neighbours' pooled vectors (u, d), with their graph.
+            near_labels: Their labels (u,).
+            near: Each example's K neighbours among them (n, K).
+            pooled: The batch's pooled vectors (n, d), with their graph.
+            labels: The batch's labels (n,).
+
+        """
+        head = self.model.head
+        params = dict(head.named_parameters())
+
+        def logits(q: Params, vectors: torch.Tensor) -> torch.Tensor:  # vectors (r, d)
+            return functional_call(head, q, (EncoderOutput(vectors[:, None], vectors),))
+
+        def one(rows: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            def la_loss(q: Params) -> torch.Tensor:  # the mean over its K neighbours
+                return task_loss(logits(q, near_pooled[rows]), near_labels[rows])
+
+            adapted = self.meta_step(la_loss, params)
+            return task_loss(logits(adapted, x[None]), y[None])
+
+        losses = torch.func.vmap(one, randomness="different")(near, pooled, labels)  # (n,)
+        return losses.mean()
 
     def meta_step(self, loss: Callable[[Params], torch.Tensor], params: Params) -> Params:
         """θ̃ = θ − α∇L_LA(θ): one SGD step at α (``meta_lr``, else the optimiser's lr)."""

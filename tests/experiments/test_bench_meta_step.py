@@ -9,11 +9,11 @@ import torch
 def test_meta_step_bench_prints_each_scope_against_seq(load_script, capsys):
     meta_step = load_script("bench/meta_step.py")
 
-    meta_step.main(["--encoder", "tiny", "--steps", "1", "--scopes", "top1,head"])
+    meta_step.main(["--encoder", "tiny", "--steps", "1", "--scopes", "top1,head,head-loop"])
     out = capsys.readouterr().out
     assert "memory of 64 examples, K = 32" in out
     assert re.search(r"^seq\s+[\d.]+ s/example$", out, re.M)
-    for scope in ("top1", "head"):
+    for scope in ("top1", "head", "head-loop"):
         ratio = re.search(rf"^meta-mbpa {scope}\s+[\d.]+ s/example\s+([\d.]+)x seq$", out, re.M)
         assert ratio and float(ratio.group(1)) > 0
 

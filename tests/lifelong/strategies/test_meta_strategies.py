@@ -114,6 +114,54 @@ def test_second_and_first_order_meta_gradients_differ_and_are_finite(task, scope
     assert (second - first).norm() > 1e-4 * first.norm()
 
 
+@pytest.mark.parametrize("first_order", [False, True])
+def test_batched_head_steps_equal_the_per_example_loop(task, first_order, monkeypatch):
+    """The head scope's vmap-ed meta steps give the loop's loss and every parameter's gradient."""
+    from lifelong.strategies.meta_mbpa import MetaMbPA
+
+    strategy, context = filled_meta_mbpa(task, meta_lr=0.5, meta_scope="head",
+                                         first_order=first_order)  # fmt: skip
+    context.model.eval()
+    batch = stream_batches(task, task=1)[0]
+    neighbours = strategy.neighbours(batch)
+    assert len({len(n) for n in neighbours}) == 1 and len(batch) > 1
+    params = [p for p in context.model.parameters() if p.requires_grad]
+    results = {}
+    for batched in (True, False):
+        monkeypatch.setattr(MetaMbPA, "batches_head_steps", batched)
+        calls = []
+        monkeypatch.setattr(strategy, "_batched_head_meta_loss",
+                            _spy(strategy._batched_head_meta_loss, calls))  # fmt: skip
+        loss = strategy.head_meta_loss(batch, neighbours)
+        assert bool(calls) == batched  # the batched path ran exactly when asked
+        results[batched] = (loss.detach(), torch.autograd.grad(loss, params, allow_unused=True))
+    (loss_b, grads_b), (loss_l, grads_l) = results[True], results[False]
+    torch.testing.assert_close(loss_b, loss_l, rtol=1e-5, atol=1e-6)
+    for gb, gl in zip(grads_b, grads_l):
+        if gl is None:
+            assert gb is None or not gb.any()
+        else:
+            torch.testing.assert_close(gb, gl, rtol=1e-4, atol=1e-6)
+
+
+def _spy(function, calls):
+    def spied(*args, **kwargs):
+        calls.append(1)
+        return function(*args, **kwargs)
+
+    return spied
+
+
+def test_head_steps_fall_back_to_the_loop_when_examples_differ_in_neighbours(task):
+    strategy, context = filled_meta_mbpa(task, meta_scope="head")
+    batch = stream_batches(task, task=1)[0]
+    neighbours = strategy.neighbours(batch)
+    uneven = [neighbours[0][:1], *neighbours[1:]]
+    stored = strategy.writer.batch(np.unique(np.concatenate(uneven)))
+    assert strategy._one_row_each(batch, stored, neighbours)
+    assert not strategy._one_row_each(batch, stored, uneven)
+
+
 def test_meta_mbpa_inner_step_never_modifies_the_model(task):
     strategy, context = filled_meta_mbpa(task, meta_lr=0.5)
     before = snapshot(context.model)
