@@ -12,8 +12,9 @@ training rows of order i, shuffled), with the episodic memory filled beforehand 
 (`scale.prefill`: every timed example meets its K neighbours, as it does in a run after its
 first few hundred examples), and with replay off (a run adds 10% replayed examples at the same
 cost each). SEQ's step is timed in the same process, just before, as the yardstick.
-``head-loop`` is ``head`` with its examples' head steps taken one at a time, as before they
-were batched (`MetaMbPA.batches_head_steps`): the anchor of the batching.
+``head`` here batches its examples' head steps on any device, ``head-loop`` takes them one at a
+time, as before they were batched (`MetaMbPA.batches_head_steps`, whose default batches on CUDA
+only): the anchor of the batching.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
         meta_scope = "head" if loop else scope
         options = {"meta_scope": meta_scope, "replay_every": 10**9, "write_rate": 0.1}
         strategy = registry.build("meta-mbpa", context(), options)
-        strategy.batches_head_steps = not loop
+        strategy.batches_head_steps = not loop  # head: batched on any device
         prefill(strategy, fill)
         cost = observe_seconds(strategy, data, runtime)
         row = f"meta-mbpa {scope}"

@@ -268,7 +268,10 @@ class MetaMbPA(StrategyHooks):
         position = {int(s): i for i, s in enumerate(distinct)}
         features = self.model.encoder(*stored.inputs())  # their rows
         inputs = self.model.encoder(*batch.inputs())  # the batch's rows
-        if self.batches_head_steps and self._one_row_each(batch, stored, neighbours):
+        batched = self.batches_head_steps
+        if batched is None:
+            batched = batch.input_ids.device.type == "cuda"
+        if batched and self._one_row_each(batch, stored, neighbours):
             near = torch.as_tensor(
                 np.array([[position[int(s)] for s in slots] for slots in neighbours]),
                 device=stored.input_ids.device,
@@ -295,9 +298,14 @@ class MetaMbPA(StrategyHooks):
             losses.append(criterion(logits, batch.examples_at([i], trim=False)))
         return torch.stack(losses).mean()
 
-    batches_head_steps: ClassVar[bool] = True
+    batches_head_steps: ClassVar[bool | None] = None
     """Whether the head scope's per-example steps run as one ``vmap``-ed computation where they
-    can (`_one_row_each`); the per-example loop stays as the oracle (tested equal)."""
+    can (`_one_row_each`): ``None`` on CUDA only, ``True`` always, ``False`` never. The loop stays
+    as the oracle (tested equal). On the CPU the loop is the faster (0.33-0.35 s an example
+    against 0.35-0.37 batched at the text budget, `experiments/bench/meta_step.py --scopes
+    head,head-loop`): a step's time is the encoder's pass over the batch's distinct neighbours,
+    and ``vmap`` adds its own work to the small head steps; on a GPU one call replaces a kernel
+    launch per example."""
 
     def _one_row_each(self, batch: Batch, stored: Batch, neighbours: list[np.ndarray]) -> bool:
         """Whether the head steps can be batched (`_batched_head_meta_loss`).

@@ -36,3 +36,12 @@ def test_meta_step_bench_hands_its_batches_over_on_the_runs_device(load_script):
     key_rows = kind.key_rows(fill[0].examples)  # what the memory writer encodes
     for batch in [*data, *fill, key_rows]:
         assert batch.input_ids.device == device and batch.labels.device == device
+
+
+def test_the_benchmarks_page_shows_the_committed_head_batching_run():
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    committed = root / "results" / "bench" / "meta_step_head_batching_2026-12-02_cpu.txt"
+    page = (root / "docs" / "guide" / "benchmarks.md").read_text(encoding="utf-8")
+    assert committed.read_text().strip() in page

@@ -152,6 +152,19 @@ def _spy(function, calls):
     return spied
 
 
+def test_by_default_head_steps_batch_on_cuda_only(task, monkeypatch):
+    from lifelong.strategies.meta_mbpa import MetaMbPA
+
+    assert MetaMbPA.batches_head_steps is None
+    strategy, _ = filled_meta_mbpa(task, meta_scope="head")
+    batch = stream_batches(task, task=1)[0]
+    calls = []
+    monkeypatch.setattr(strategy, "_batched_head_meta_loss",
+                        _spy(strategy._batched_head_meta_loss, calls))  # fmt: skip
+    strategy.head_meta_loss(batch, strategy.neighbours(batch))
+    assert not calls  # the CPU takes the loop, the faster there
+
+
 def test_head_steps_fall_back_to_the_loop_when_examples_differ_in_neighbours(task):
     strategy, context = filled_meta_mbpa(task, meta_scope="head")
     batch = stream_batches(task, task=1)[0]
