@@ -27,7 +27,7 @@ import dataclasses
 
 import torch
 
-from lifelong.lm.bench import BenchSettings, build_lm
+from lifelong.lm.bench import SPARSE_VALUES, BenchSettings, build_lm
 from lifelong.lm.flags import KNN_LM, SPALM, check_modules
 from lifelong.lm.text import TrainSettings, evaluate_lm, load_corpus, train_lm
 from lifelong.runtime import resolve_device
@@ -45,8 +45,6 @@ def family(name: str) -> tuple[str, bool | None]:
 
 def check_names(names: list[str]) -> None:
     """Every name a `lifelong lm` family (``:dense`` only on a sparse one), the baseline first."""
-    from lifelong.lm.bench import SPARSE_VALUES
-
     if not names or names[0] != BASELINE:
         raise SystemExit(f"--modules: start with {BASELINE!r} (the ratios' baseline)")
     try:
