@@ -1,5 +1,7 @@
 """The local-adaptation bench parses its rows and counts each path's work."""
 
+from pathlib import Path
+
 import pytest
 
 
@@ -38,3 +40,26 @@ def test_token_layers_count_padding_for_the_reference_only(bench):
     )
     assert bench.token_layers("lora", *args) == 2 * 2 * 6 + 2 * 3
     assert bench.token_layers("head", *args) == 2 * 6 + 2 * 3
+
+
+def test_the_benchmarks_page_shows_the_committed_cpu_run():
+    """The page's 2026-12-03 table is the printed file to the digit, and its prose numbers too."""
+    root = Path(__file__).parents[2]
+    committed = (root / "results" / "bench" / "local_adaptation_2026-12-03_cpu.txt").read_text()
+    page = (root / "docs" / "guide" / "benchmarks.md").read_text(encoding="utf-8")
+    assert committed.strip() in page
+    rows = {
+        line[:30].strip(): line[30:].split()
+        for line in committed.splitlines()
+        if line.startswith(("reference", "fast"))
+    }
+    section = page.split("**Re-measured with today's code")[1].split("**Demo.**")[0]
+    for label, speed_up in [
+        ("fast all", "1.4x"),
+        ("fast top1", "15.3x"),
+        ("fast head", "218.8x"),
+        ("fast lora r=8", "1.6x"),
+        ("fast lora r=8 (vmap)", "0.7x"),
+    ]:
+        assert rows[label][1] == speed_up and speed_up in section.split("```")[2], label
+    assert rows["fast top1"][2] == "41.9x" and "41.9x" in section.split("```")[2]
