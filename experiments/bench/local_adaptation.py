@@ -28,7 +28,7 @@ fp32, the paper's path. The bound counts work, not its precision, so a bf16 row 
 on a CPU with AVX512-BF16 (or AMX) a bf16 matmul runs several times faster than an fp32 one.
 
     python experiments/bench/local_adaptation.py [--examples 64] [--k 32] [--steps 30]
-        [--scopes all,top1,head,lora4,lora8,lora16,lora8vmap,lora8@bf16,all@bf16]
+        [--scopes all,top1,head,lora4,lora8,lora16,lora8vmap,lora8@bf16,all@bf16,lora8:4]
         [--device cpu|cuda|auto] [--state trained.pt]
 """
 
@@ -149,11 +149,13 @@ class Run(NamedTuple):
     rank: int = 8
     batching: str = "packed"
     precision: str = "fp32"
+    chunk: int | None = None
 
     @property
     def label(self) -> str:
         text = f"{self.path} {self.scope}" + (f" r={self.rank}" if self.scope == "lora" else "")
         text += " (vmap)" if self.batching == "vmap" else ""
+        text += "" if self.chunk is None else f" x{self.chunk}"
         return text + ("" if self.precision == "fp32" else f" {self.precision}")
 
 
@@ -163,21 +165,29 @@ def parse_runs(scopes: str, num_layers: int) -> list[Run]:
     ``lora<r>`` is the low-rank scope at rank r on the packed tokens, ``lora<r>vmap`` the same
     batched with ``torch.func.vmap`` (`LocalAdapter.lora_logits`). A suffix ``@bf16`` (or
     ``@fp16``) runs that row under the run config's mixed precision (``Runtime.autocast``):
-    e.g. ``lora8@bf16``, ``all@bf16``.
+    e.g. ``lora8@bf16``, ``all@bf16``. A suffix ``:<n>`` before any ``@`` sets that row's
+    ``fast_chunk`` (test examples adapted in one batched computation; ``--chunk`` for the rows
+    without one):
+    ``lora8:4`` packs four examples' neighbours into each base matmul, ``all:4`` vmaps four
+    examples' weight copies, ``all:2@bf16`` both. The label then shows ``x<n>``.
     """
     runs = [Run("reference", "all")]
     for text in scopes.split(","):
-        scope, _, precision = text.partition("@")
+        named, _, precision = text.partition("@")
+        scope, _, chunked = named.partition(":")
+        if chunked and not chunked.isdigit():
+            raise SystemExit(f"--scopes {text!r}: the chunk must be a whole number")
+        chunk = int(chunked) if chunked else None
         precision = precision or "fp32"
         if precision not in ("fp32", "bf16", "fp16"):
             raise SystemExit(f"--scopes {text!r}: precision must be fp32, bf16 or fp16")
         match = re.fullmatch(r"lora(\d+)(vmap)?", scope)
         if match:
             batching = "vmap" if match.group(2) else "packed"
-            runs.append(Run("fast", "lora", int(match.group(1)), batching, precision))
+            runs.append(Run("fast", "lora", int(match.group(1)), batching, precision, chunk))
             continue
         check_scope(scope, num_layers)  # fail early on a bad scope
-        runs.append(Run("fast", scope, precision=precision))
+        runs.append(Run("fast", scope, precision=precision, chunk=chunk))
     return runs
 
 
@@ -214,7 +224,7 @@ def main() -> None:
     n = model.encoder.num_layers
     runs = parse_runs(args.scopes, n)
 
-    def options(path: str, scope: str, rank: int) -> AdaptationOptions:
+    def options(path: str, scope: str, rank: int, chunk: int | None = None) -> AdaptationOptions:
         return AdaptationOptions(
             k=args.k,
             steps=args.steps,
@@ -222,7 +232,7 @@ def main() -> None:
             adapt_scope=scope,
             adapt_path=path,
             adapt_rank=rank,
-            fast_chunk=args.chunk,
+            fast_chunk=args.chunk if chunk is None else chunk,
         )
 
     slots = LocalAdapter(model, writer, options("fast", "all", 8)).neighbours(batch)
@@ -243,7 +253,7 @@ def main() -> None:
         adapter = LocalAdapter(
             model,
             writer,
-            options(row.path, row.scope, row.rank),
+            options(row.path, row.scope, row.rank, row.chunk),
             loss_scale=precise.inner_loss_scale,
         )  # fp16 steps loss-scaled as the strategies' are
         runtime.synchronize()

@@ -29,6 +29,19 @@ def test_rows_name_scope_rank_batching_and_precision(bench):
         bench.parse_runs("top9", 6)  # more layers than the encoder has
 
 
+def test_a_row_may_set_its_own_chunk(bench):
+    runs = bench.parse_runs("lora8,lora8:4,all:2@bf16,top1:4", 6)
+    assert [(r.label, r.chunk) for r in runs[1:]] == [
+        ("fast lora r=8", None),  # --chunk decides
+        ("fast lora r=8 x4", 4),
+        ("fast all x2 bf16", 2),
+        ("fast top1 x4", 4),
+    ]
+    assert runs[3].precision == "bf16"
+    with pytest.raises(SystemExit, match="whole number"):
+        bench.parse_runs("lora8:four", 6)
+
+
 def test_token_layers_count_padding_for_the_reference_only(bench):
     # one test input of 3 tokens, its K = 2 neighbours of 4 and 2 tokens, 2 layers, 1 step
     args = (2, 1, [3], [[4, 2]], [4, 2])
