@@ -3,7 +3,8 @@
 Computes what `lifelong.mechanisms.reference` computes (with ``adapt_scope: all`` exactly; tested),
 faster: the stages below the scope's run once per retrieved memory example and are cached for
 the evaluation phase (`lifelong.mechanisms.neighbours.NeighbourCache`); one-row examples are
-adapted ``fast_chunk`` at a time under ``torch.func.vmap``; at stage 0 only the embedding rows
+adapted ``fast_chunk`` at a time under ``torch.func.vmap``, those of similar neighbour widths
+together (`width_chunks`: a chunk pads to its widest row); at stage 0 only the embedding rows
 the inputs use are adapted (`_compact_vocabulary`: exact, see there).
 """
 
@@ -19,7 +20,7 @@ from torch.func import vmap
 from lifelong.batch import Batch
 from lifelong.encoders.base import attention_implementation
 from lifelong.mechanisms.inner_loop import Params, local_adapt
-from lifelong.mechanisms.neighbours import Adapting
+from lifelong.mechanisms.neighbours import Adapting, in_batch_order, trimmed, width_chunks
 from lifelong.mechanisms.scopes import Head
 from lifelong.runtime import eager_call
 
@@ -80,7 +81,6 @@ def fast_logits(adapter: Adapting, batch: Batch, slots: np.ndarray) -> torch.Ten
                 )
             out.append(one(p, nb, tuple(test)))
         return torch.cat(out).detach()
-    stacked, ny = adapter.cache.stacked(slots)  # (n, k, t', ...), (n, k, t')[...], (n, k)
 
     def vmapped(p: Params, nb: Any, ny: Any, test: Any) -> torch.Tensor:
         types = nb[2] if len(nb) > 2 else None  # (k, t') at stage 0, when rows have them
@@ -88,13 +88,16 @@ def fast_logits(adapter: Adapting, batch: Batch, slots: np.ndarray) -> torch.Ten
         return one(p, neighbours, tuple(t[None] for t in test))[0]
 
     out = []
-    for s in range(0, len(batch), chunk):
-        part = slice(s, s + chunk)
-        nb, test = [t[part] for t in stacked], [t[part] for t in tests]
+    chunks = width_chunks(adapter.cache.widths(slots), chunk)  # similar widths together
+    for part in chunks:
+        stacked, ny = adapter.cache.stacked(slots[part])  # (c, k, t', ...), (c, k)
+        nb = list(stacked)
+        picked = torch.as_tensor(part, device=tests[0].device)
+        test = trimmed([t[picked] for t in tests], tests[1][picked])  # (c, t, ...), (c, t)
         p = params
         if stage == 0:
             p, (nb[0], test[0]) = _compact_vocabulary(params, [nb[0], test[0]], WORD_EMBEDDINGS)
         with attention_implementation(adapter.model.encoder, "eager"):
             vmapped_one = vmap(vmapped, in_dims=(None, 0, 0, 0))
-            out.append(vmapped_one(p, tuple(nb), ny[part], tuple(test)))
-    return torch.cat(out).detach()  # (n, num_labels)
+            out.append(vmapped_one(p, tuple(nb), ny, tuple(test)))
+    return in_batch_order(out, chunks).detach()  # (n, num_labels)

@@ -45,7 +45,7 @@ from lifelong.batch import Batch
 from lifelong.encoders.base import EncoderOutput, attention_implementation
 from lifelong.encoders.hf import PROJECTIONS, PackedLayout, packed_layer
 from lifelong.mechanisms.inner_loop import local_adapt
-from lifelong.mechanisms.neighbours import Adapting
+from lifelong.mechanisms.neighbours import Adapting, in_batch_order, trimmed, width_chunks
 from lifelong.model import Classifier
 
 Params = dict[str, torch.Tensor]
@@ -303,7 +303,8 @@ def vmapped_lora_logits(
     The alternative to `lora_forward`'s explicit batching that the issue asked to measure
     (`experiments/bench/local_adaptation.py`, row ``lora r=8 (vmap)``): each owner's K
     neighbours are padded to a common width, so every owner has the same shapes (one-row
-    examples only); the base weights are unbatched, so their matmuls are still one call.
+    examples only; owners of similar widths share a chunk, `width_chunks`); the base weights
+    are unbatched, so their matmuls are still one call.
 
     Args:
         model: The model (eager attention: vmap has no rule for the CPU SDPA backward).
@@ -433,15 +434,17 @@ def _vmapped_lora_logits(adapter: Adapting, batch: Batch, slots: np.ndarray) -> 
     adapter.cache.fill(slots)
     chunk = adapter.options.fast_chunk or 16
     out = []
-    for s in range(0, len(batch), chunk):
-        part = slice(s, s + chunk)
+    chunks = width_chunks(adapter.cache.widths(slots), chunk)  # similar widths together
+    for part in chunks:
         (x, nmask), labels = adapter.cache.stacked(slots[part])  # (c, k, t', d) ...
         start = init_lora(adapter.model, adapter.scope.rank, len(x), seed=adapter.lora_seed)
-        tested = (tests[part][:, None], mask[part][:, None])  # (c, 1, t, d), (c, 1, t)
+        picked = torch.as_tensor(part, device=tests.device)
+        tx, tmask = trimmed([tests[picked], mask[picked]], mask[picked])  # (c, t, d), (c, t)
+        tested = (tx[:, None], tmask[:, None])  # (c, 1, t, d), (c, 1, t)
         with torch.no_grad(), attention_implementation(adapter.model.encoder, "eager"):
             out.append(
                 vmapped_lora_logits(
                     adapter.model, start, (x, nmask, labels), tested, partial(lora_adapt, adapter)
                 )
             )
-    return torch.cat(out)  # (n, num_labels)
+    return in_batch_order(out, chunks)  # (n, num_labels)

@@ -137,6 +137,13 @@ class NeighbourCache:
             inputs.append(pad_rows(types)[0].view(*slots.shape, x.shape[1]))  # (n, k, t')
         return tuple(inputs), labels.view(*slots.shape, *labels.shape[1:])
 
+    def widths(self, slots: np.ndarray) -> np.ndarray:
+        """The longest cached row among each test example's neighbours: (n,) for slots (n, k)."""
+        return np.array(
+            [max(len(r) for s in row for r in self.slots[int(s)].rows) for row in slots],
+            dtype=np.int64,
+        )
+
     def owner_rows(self, slots: np.ndarray) -> tuple[Batch, list[int]]:
         """The cached rows of every owner's neighbours as one batch, owners in order.
 
@@ -158,6 +165,38 @@ class NeighbourCache:
             )
         bounds = np.cumsum([0] + [sum(len(item.rows) for item in owner) for owner in stored])
         return Batch(x, mask, labels, groups), [int(b) for b in bounds]
+
+
+def width_chunks(widths: np.ndarray, chunk: int) -> list[np.ndarray]:
+    """Test examples in chunks of ``chunk``, those with the narrowest neighbours first.
+
+    A vmapped chunk pads every example's neighbours to the chunk's widest row, so examples of
+    similar width share a chunk (length bucketing); the order is stable, and the caller puts
+    the results back in the batch's order (`in_batch_order`).
+
+    Args:
+        widths: Each test example's widest neighbour row (`NeighbourCache.widths`), (n,).
+        chunk: Test examples per chunk.
+
+    Returns:
+        The chunks' example indices, covering ``range(n)`` once.
+
+    """
+    order = np.argsort(widths, kind="stable")
+    return [order[s : s + chunk] for s in range(0, len(order), chunk)]
+
+
+def in_batch_order(parts: Sequence[torch.Tensor], chunks: Sequence[np.ndarray]) -> torch.Tensor:
+    """The chunks' results (c_i, ...) concatenated and put back in the batch's order."""
+    placed = np.concatenate(chunks)
+    inverse = torch.as_tensor(np.argsort(placed), device=parts[0].device)
+    return torch.cat(list(parts))[inverse]
+
+
+def trimmed(inputs: Sequence[torch.Tensor], mask: torch.Tensor) -> list[torch.Tensor]:
+    """Inputs (c, t, ...) cut to their mask's (c, t) longest row: padding nothing reads."""
+    width = max(int(mask.sum(dim=1).max()), 1)
+    return [x[:, :width] for x in inputs]
 
 
 def pad_rows(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

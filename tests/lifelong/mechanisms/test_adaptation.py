@@ -448,3 +448,46 @@ def test_batched_adaptation_in_bf16_stays_within_its_stated_tolerance(setup, sco
     scale = float(fp32.abs().max())
     assert float((bf16.float() - fp32).abs().max()) <= BF16_TOLERANCE * scale
     assert (bf16.argmax(-1) == fp32.argmax(-1)).all()
+
+
+def test_vmapped_chunks_group_similar_widths_and_keep_the_batch_order():
+    from lifelong.mechanisms.neighbours import in_batch_order, trimmed, width_chunks
+
+    chunks = width_chunks(np.array([5, 2, 9, 2, 5]), 2)
+    assert [c.tolist() for c in chunks] == [[1, 3], [0, 4], [2]]  # narrowest first, stable
+    parts = [torch.tensor([10.0, 30.0]), torch.tensor([0.0, 40.0]), torch.tensor([20.0])]
+    assert in_batch_order(parts, chunks).tolist() == [0.0, 10.0, 20.0, 30.0, 40.0]
+    x, mask = torch.ones(2, 6, 3), torch.tensor([[1, 1, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0]])
+    assert [t.shape[1] for t in trimmed([x, mask], mask)] == [3, 3]
+
+
+@pytest.fixture(scope="module")
+def ragged(tokenizer):
+    """A memory whose examples run from 3 to 10 tokens, and test inputs whose neighbours differ."""
+    from lifelong.streams import Example
+
+    torch.manual_seed(0)
+    kind = classification(tokenizer)
+    model = tiny_classifier(kind=kind)
+    writer = episodic_writer(StrategyContext(model, kind))
+    words = ["alpha", "beta", "gamma", "delta"]
+    stored = [Example(" ".join([words[i % 4]] * (1 + i % 8)), i % 4) for i in range(24)]
+    writer.write(kind(stored))
+    test = kind([Example(" ".join([words[y]] * n), y) for y, n in ((0, 7), (1, 1), (2, 5), (3, 2))])
+    return model, writer, test
+
+
+@pytest.mark.parametrize("scope", ["all", "lora"])
+def test_a_vmapped_chunk_of_reordered_examples_predicts_as_one_at_a_time(ragged, scope):
+    model, writer, test = ragged
+    one = adapter(ragged, adapt_scope=scope, fast_chunk=1, k=2)
+    slots = one.neighbours(test)
+    one.cache.fill(slots)
+    widths = one.cache.widths(slots).tolist()
+    assert widths != sorted(widths)  # the chunks really reorder the examples
+    chunked = adapter(ragged, adapt_scope=scope, fast_chunk=3, k=2)
+    if scope == "lora":
+        batched = chunked.lora_logits(test, slots, batching="vmap")
+    else:
+        batched = chunked.logits(test)
+    torch.testing.assert_close(batched, one.logits(test), atol=1e-4, rtol=0)
