@@ -76,3 +76,42 @@ def test_the_benchmarks_page_shows_the_committed_cpu_run():
     ]:
         assert rows[label][1] == speed_up and speed_up in section.split("```")[2], label
     assert rows["fast top1"][2] == "41.9x" and "41.9x" in section.split("```")[2]
+
+
+def test_the_benchmarks_page_shows_the_batched_cpu_runs():
+    """Both chunked runs are on the page to the digit, and the prose reads their speed-ups."""
+    root = Path(__file__).parents[2]
+    page = (root / "docs" / "guide" / "benchmarks.md").read_text(encoding="utf-8")
+    section = page.split("**Batched over test examples, against the per-example reference")[1]
+    section = section.split("**Demo.**")[0]
+    prose = section.split("```")[4]  # after the second table
+    speed_ups = {}
+    for name in ("unsorted", "sorted"):
+        suffix = "_unsorted" if name == "unsorted" else ""
+        path = f"local_adaptation_2026-12-03_cpu_chunks{suffix}.txt"
+        committed = (root / "results" / "bench" / path).read_text()
+        assert committed.strip() in section, path
+        assert f"results/bench/{path}" in section
+        speed_ups[name] = {
+            line[:30].strip(): line[30:].split()[1]
+            for line in committed.splitlines()
+            if line.startswith(("reference", "fast"))
+        }
+    assert speed_ups["unsorted"]["fast all x2"] == "0.9x"  # before width-sorted chunks
+    assert "fell to 0.9x" in section.split("```")[2]
+    sorted_run = speed_ups["sorted"]
+    for label in ("fast all x2", "fast all x4", "fast top1 x4", "fast lora r=8 (vmap) x2"):
+        assert float(sorted_run[label][:-1]) >= 1.0, label  # batched: at least the reference
+    for label, speed_up in [
+        ("fast all x2", "1.1x"),
+        ("fast all x4", "1.0x"),
+        ("fast top1 x4", "6.5x"),
+        ("fast lora r=8 (vmap) x2", "1.2x"),
+        ("fast lora r=8 (vmap) x4", "1.1x"),
+        ("fast all", "1.7x"),
+        ("fast top1", "21.3x"),
+    ]:
+        assert sorted_run[label] == speed_up and speed_up in prose, label
+    assert speed_ups["unsorted"]["fast head"] == "280.3x" and "280.3x" in prose
+    for label in ("fast lora r=8 x2", "fast lora r=8 x4"):
+        assert speed_ups["unsorted"][label] in prose, label
