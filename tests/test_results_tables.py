@@ -333,3 +333,44 @@ def test_the_probing_statement_is_the_committed_probing_run(load_script):
         f"rises from {one(metrics['probe_before'])} on the pre-trained encoder to "
         f"{one(metrics['probe_average_accuracy'])} after the stream"
     ) in text
+
+
+def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
+    """The "What wins at a budget" paragraphs: each paired difference stated in prose (er at
+    10,000 and at M = 200, RanPAC against NCM) and each run's score, from the committed runs."""
+    import json
+
+    from lifelong.experiment.reports.stats import compare
+
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    text = " ".join(page.split("### What wins at a budget")[1].split("### The headline")[0].split())
+
+    def signed(x: float) -> str:
+        return f"{x:+.1f}".replace("-", "−")
+
+    def paired(a: str, b: str, where: tuple) -> str:
+        (found,) = compare(where, a, b, stream="text")
+        d = found.difference
+        assert found.verdict == "not resolved", (a, b, found.verdict)  # the prose says so
+        return f"{signed(d.mean)} points, 95% CI [{signed(d.low)}, {signed(d.high)}], {d.n} pairs"
+
+    budget, er200 = records("text"), records("text") + records("text_er200")
+    assert f"(`er` − MTL {paired('er', 'mtl', budget)})" in text
+    for a, b in (("er", "mbpa++"), ("er", "replay")):
+        (found,) = compare(budget, a, b, stream="text")
+        d = found.difference
+        assert f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]" in text, (a, b)
+        assert found.verdict == "not resolved"
+    (found,) = compare(er200, "er", "avalanche:replay", stream="text")  # M = 200
+    d = found.difference
+    interval = f"95% CI [{signed(d.low)}, {signed(d.high)}] over the {d.n} pairs"
+    assert f"{signed(d.mean)} points, {interval}" in text
+
+    def score(folder: str, run: str) -> str:
+        metrics = json.loads((RESULTS / folder / run / "metrics.json").read_text())
+        return f"{metrics['average_accuracy']:.1f}"
+
+    assert f"`er` scores {score('text', 'er_i_s0')} and {score('text', 'er_ii_s0')}" in text
+    assert f"**{score('text', 'ranpac_i_s0')}**, forgetting" in text
+    (found,) = compare(budget, "ranpac", "ncm", stream="text")
+    assert f"it is {found.difference.mean:.1f} points above NCM" in text
