@@ -373,5 +373,10 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
 
     assert f"`er` scores {score('text', 'er_i_s0')} and {score('text', 'er_ii_s0')}" in text
     assert f"**{score('text', 'ranpac_i_s0')}**, forgetting" in text
+    seed1 = json.loads((RESULTS / "text_er200" / "er_i_s1" / "metrics.json").read_text())
+    assert (
+        f"order i at seed 1, 2026-12-03, scores {seed1['average_accuracy']:.1f}, forgetting "
+        f"{seed1['forgetting']:.1f}, against {score('text_er200', 'er_i_s0')} at seed 0"
+    ) in text
     (found,) = compare(budget, "ranpac", "ncm", stream="text")
     assert f"it is {found.difference.mean:.1f} points above NCM" in text
