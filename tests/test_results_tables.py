@@ -377,6 +377,14 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     runs = sorted(RESULTS.glob("text/er_*_s0"), key=lambda r: ORDERS.index(r.name.split("_")[1]))
     scores = [score("text", run.name) for run in runs]
     assert f"`er` scores {', '.join(scores[:-1])} and {scores[-1]}" in text
+    mean = summary("text").loc[("er", "average_accuracy"), "mean"]
+    caption = " ".join(README.read_text(encoding="utf-8").split())
+    assert (
+        f"our `er` with 10,000 ({mean:.1f} over the four orders, above MbPA++ and REPLAY" in caption
+    )
+    for b in ("mbpa++", "replay"):  # the caption's "with 95% confidence"
+        (found,) = compare(budget, "er", b, stream="text")
+        assert found.verdict == f"er > {b}" and len(runs) == 4
     assert f"**{score('text', 'ranpac_i_s0')}**, forgetting" in text
     seed1 = json.loads((RESULTS / "text_er200" / "er_i_s1" / "metrics.json").read_text())
     assert (
