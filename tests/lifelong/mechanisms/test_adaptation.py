@@ -11,20 +11,22 @@ from lifelong.strategy import StrategyContext
 from tests.conftest import classification, tiny_classifier, toy_stream
 
 
-@pytest.fixture(scope="module")
-def setup(tokenizer):
+def memory_of(tokenizer, stored, tests):
+    """The tiny model, an episodic memory of ``stored`` (lists of examples) and ``tests``."""
     torch.manual_seed(0)
     kind = classification(tokenizer)
     model = tiny_classifier(kind=kind)
     writer = episodic_writer(StrategyContext(model, kind))
+    for examples in stored:
+        writer.write(kind(list(examples)))
+    return model, writer, kind(list(tests))
+
+
+@pytest.fixture(scope="module")
+def setup(tokenizer):
     stream = toy_stream(n_train=24)
-    for task in stream:
-        writer.write(kind(list(task.train)))
-    test = kind(
-        [stream.tasks[0].test[0], stream.tasks[1].test[0], stream.tasks[0].test[5]]
-        + [stream.tasks[1].test[6]]
-    )
-    return model, writer, test
+    tests = [stream.tasks[0].test[0], stream.tasks[1].test[0], stream.tasks[0].test[5]]
+    return memory_of(tokenizer, [t.train for t in stream], tests + [stream.tasks[1].test[6]])
 
 
 def adapter(setup, **options):
@@ -466,15 +468,10 @@ def ragged(tokenizer):
     """A memory whose examples run from 3 to 10 tokens, and test inputs whose neighbours differ."""
     from lifelong.streams import Example
 
-    torch.manual_seed(0)
-    kind = classification(tokenizer)
-    model = tiny_classifier(kind=kind)
-    writer = episodic_writer(StrategyContext(model, kind))
     words = ["alpha", "beta", "gamma", "delta"]
     stored = [Example(" ".join([words[i % 4]] * (1 + i % 8)), i % 4) for i in range(24)]
-    writer.write(kind(stored))
-    test = kind([Example(" ".join([words[y]] * n), y) for y, n in ((0, 7), (1, 1), (2, 5), (3, 2))])
-    return model, writer, test
+    tests = [Example(" ".join([words[y]] * n), y) for y, n in ((0, 7), (1, 1), (2, 5), (3, 2))]
+    return memory_of(tokenizer, [stored], tests)
 
 
 @pytest.mark.parametrize("scope", ["all", "lora"])
