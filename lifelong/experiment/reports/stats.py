@@ -19,6 +19,7 @@ A difference "holds" when its interval excludes zero; an interval that includes 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from lifelong.experiment.reports.tables import (
 )
 from lifelong.experiment.rundir import RunDirError, RunRecord
 from lifelong.streams.registry import STREAMS
+
+log = logging.getLogger(__name__)
 
 CONFIDENCE = 0.95
 """The confidence level of every interval here."""
@@ -315,11 +318,20 @@ def _values(
     runs: Sequence[RunRecord], stream: str, strategy: str, metric: str
 ) -> dict[tuple[str, int], float]:
     out: dict[tuple[str, int], float] = {}
+    taken: dict[tuple[str, int], RunRecord] = {}
     for r in runs:
         if r.stream == stream and r.strategy == strategy:
             value = _metric(r, metric)
-            if value is not None:
-                out[(r.order, r.seed)] = value  # a repeated (order, seed): the later run
+            if value is None:
+                continue
+            pair = (r.order, r.seed)
+            if pair in taken:  # said, not silent: the later run is the one paired
+                log.warning(
+                    "%s on %s, order %s, seed %d: pairing %s, not %s (the later of two runs; "
+                    "name the run directories to choose)",
+                    strategy, stream, r.order, r.seed, r.run_dir, taken[pair].run_dir,
+                )  # fmt: skip
+            out[pair], taken[pair] = value, r
     return out
 
 

@@ -67,6 +67,19 @@ def test_compare_pairs_runs_by_order_and_seed(runs):
         compare(runs, "mtl", "seq")
 
 
+def test_a_repeated_order_and_seed_pairs_the_later_run_and_says_so(runs, tmp_path, caplog):
+    """Two runs of one (order, seed) are not paired silently: the warning names both."""
+    again = make_run(tmp_path / "again" / "replay_i_0", "replay", "i", 0, 60.0)
+    (result,) = compare([*runs, *find_runs([again])], "replay", "seq")
+    assert result.difference.mean == pytest.approx(10.125 + (60.0 - 49.0) / 4)  # 40 + 9 -> 60
+    (said,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"replay on text, order i, seed 0: pairing {again}, not " in said
+    assert str(tmp_path / "replay_i_0") in said
+    caplog.clear()
+    compare(runs, "replay", "seq")
+    assert not caplog.records
+
+
 def test_a_bootstrap_over_few_pairs_warns_and_reports_t_beside_it(runs):
     """Issue 64: on 4 pairs a bootstrap can declare what t does not; it now says so."""
     (boot,) = compare(runs, "replay", "seq", method="bootstrap")
