@@ -393,3 +393,29 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     ) in text
     (found,) = compare(budget, "ranpac", "ncm", stream="text")
     assert f"it is {found.difference.mean:.1f} points above NCM" in text
+
+
+def documented_comparisons() -> list[str]:
+    """Every ``lifelong report <committed runs> --compare A,B`` the README and the guide show
+    (inline or in a code block, over line breaks), whitespace made single."""
+    found = []
+    for page in (README, *sorted((ROOT / "docs" / "guide").glob("*.md"))):
+        text = page.read_text(encoding="utf-8")
+        for command in re.findall(r'lifelong\s+report\s[^`]*?--compare (?:"[^"]*"|[^\s`]+)', text):
+            command = " ".join(command.split())
+            if "results/real_budget" in command and "a,b" not in command:  # not a placeholder
+                found.append(command)
+    return found
+
+
+@pytest.mark.parametrize("command", documented_comparisons())
+def test_every_documented_comparison_runs_on_the_committed_runs(command, capsys, monkeypatch):
+    """A page's ``--compare`` names strategies as `lifelong report` labels them (a strategy run
+    at two settings is labelled with the setting, e.g. ``er (memory_size=200)``)."""
+    import shlex
+
+    from lifelong.experiment.cli import main
+
+    monkeypatch.chdir(ROOT)
+    assert main(shlex.split(command)[1:]) == 0, command
+    assert "paired runs" in capsys.readouterr().out
