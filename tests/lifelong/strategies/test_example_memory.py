@@ -143,6 +143,7 @@ def test_only_strategies_that_search_key_their_memory(name, tokenizer, fewrel, m
 MEMORY = {
     "replay": {"replay_every": 8},
     "agem": {"replay_every": 8, "memory_batch": 4},
+    "er": {"memory_size": 16},  # the reservoir holds every one of the 12
     "mbpa": {"k": 2, "steps": 1},
     "mbpa++": {"replay_every": 8, "k": 2, "steps": 1},
     "oml-er": {"support_batches": 1, "replay_every": 8, "replay_ratio": 0.5},
