@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from lifelong.cost import BACKWARD_FLOPS_PER_PARAM_TOKEN, FORWARD_FLOPS_PER_PARAM_TOKEN
-from lifelong.experiment.rundir import RunRecord
+from lifelong.experiment.rundir import RunRecord, distinguish_variants
 from lifelong.mechanisms.scopes import adapts_head_only
 
 ENCODER_PARAMETERS = {"minilm": (10_795_392, 22_713_216, 384), "tiny": (265_216, 4_237_824, 128)}
@@ -303,21 +303,6 @@ def cost_source(record: RunRecord) -> str | None:
     return None if derived_cost(record) is None else "derived"
 
 
-def configuration(record: RunRecord, others: Sequence[RunRecord]) -> str:
-    """The strategy, plus the options in which its runs among ``others`` differ (``er M=200``)."""
-    same = [r for r in others if r.strategy == record.strategy and r.stream == record.stream]
-    own = (record.config.get("strategy_options") or {}).get(record.strategy) or {}
-    differing = []
-    for key in sorted(own):
-        values = {
-            repr(((r.config.get("strategy_options") or {}).get(r.strategy) or {}).get(key))
-            for r in same
-        }
-        if len(values) > 1:
-            differing.append(f"{key}={own[key]}")
-    return record.strategy + (f" ({', '.join(differing)})" if differing else "")
-
-
 def pareto_table(records: Sequence[RunRecord], metric: str = "average_accuracy") -> pd.DataFrame:
     """Per (stream, configuration): the metric's mean and 95% CI against its costs.
 
@@ -364,10 +349,14 @@ def pareto_table(records: Sequence[RunRecord], metric: str = "average_accuracy")
 
 
 def _by_configuration(records: Sequence[RunRecord]) -> dict[tuple[str, str], list[RunRecord]]:
+    """Runs by (stream, configuration).
+
+    A configuration is the strategy, named apart by the settings its runs differ in
+    (`distinguish_variants`, e.g. ``er (memory_size=200)``; runs from `find_runs` are named).
+    """
     groups: dict[tuple[str, str], list[RunRecord]] = {}
-    for record in records:
-        key = (record.stream, configuration(record, records))
-        groups.setdefault(key, []).append(record)
+    for record in distinguish_variants(records):
+        groups.setdefault((record.stream, record.strategy), []).append(record)
     return groups
 
 
