@@ -4,13 +4,16 @@ import numpy as np
 import pytest
 import torch
 
+from lifelong.cost import CostMeter, metering
 from lifelong.mechanisms.prototypes import (
     UNSEEN,
     ClassMeans,
     HeldFeatures,
     RidgeStatistics,
     frozen_features,
+    holdout_errors,
     select_ridge,
+    solve_flops,
 )
 from lifelong.strategies.ncm import NCM, NCMOptions
 from lifelong.strategies.ranpac import RanPAC, RanPACOptions
@@ -58,6 +61,28 @@ def test_the_ridge_is_chosen_on_a_hold_out_of_the_task_as_the_reference_does():
         return float(((held @ w - onehot[40:]) ** 2).mean())
 
     assert error(ridge) == min(error(10.0**k) for k in range(-8, 9))
+
+
+def test_a_task_narrower_than_the_projection_is_scored_in_the_dual_form():
+    """n = 24 fitted rows against M = 64: the n x n system gives the M x M one's errors."""
+    rng = np.random.default_rng(3)
+    h = torch.relu(torch.tensor(rng.normal(size=(30, 64))))
+    y = torch.tensor(rng.integers(0, 3, 30))
+    onehot = torch.nn.functional.one_hot(y, 3).double()
+    fit, held = h[:24], h[24:]
+
+    def primal(r):
+        w = torch.linalg.solve(fit.T @ fit + r * torch.eye(64, dtype=h.dtype), fit.T @ onehot[:24])
+        return float(((held @ w - onehot[24:]) ** 2).mean())
+
+    grid = tuple(10.0**k for k in range(-3, 9))  # the M x M system is well-posed here
+    meter = CostMeter()
+    with metering(meter), meter.phase("train"):
+        errors = holdout_errors(h, y, 3, grid)
+    np.testing.assert_allclose(errors, [primal(r) for r in grid], rtol=1e-7)
+    assert select_ridge(h, y, 3, grid) == grid[int(np.argmin([primal(r) for r in grid]))]
+    kernel = 2 * 24 * 64 * (24 + 6)  # HHᵀ and H_t Hᵀ
+    assert meter.phases["train"].flops == kernel + len(grid) * (solve_flops(24, 3) + 2 * 6 * 24 * 3)
 
 
 def test_held_features_are_taken_once_and_survive_a_checkpoint():
