@@ -12,8 +12,9 @@ What NCM (`lifelong.strategies.ncm`) and RanPAC (`lifelong.strategies.ranpac`) a
   ridge solution (G + λI)⁻¹ C equals the batch solution over everything seen (§3.3, Eq. 5-6);
   `select_ridge` chooses λ at each task's end on `HeldFeatures`, as the reference
   ``RanPAC.py`` does (``optimise_ridge_parameter``: the grid 10^-8 ... 10^8, fitted on the
-  first 80% of that task's features and scored by mean squared error on the other 20%).
-  G and C are kept in float64
+  first 80% of that task's features and scored by mean squared error on the other 20%; solved
+  in the dual form, the same predictions, where the task has fewer rows than M, see
+  `holdout_errors`). G and C are kept in float64
   (the reference: float32), so that the incremental solution equals the batch one to rounding.
 
 Scores of classes never seen are `UNSEEN` (a cosine or ridge score cannot reach it), finite so
