@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from lifelong.experiment.reports.claims import Judgement, claims, judge
+from lifelong.experiment.reports.costs import pareto_table
 from lifelong.experiment.reports.stats import summary_table
 from lifelong.experiment.reports.tables import DEFAULT_METRICS, METRIC_LABELS
 from lifelong.experiment.rundir import find_runs
@@ -302,25 +303,18 @@ def test_every_comparison_table_is_the_paired_report_of_the_committed_runs():
 
 def test_the_probing_statement_is_the_committed_probing_run(load_script):
     """The results page's probing table is probing.py's on the committed runs, and its prose
-    reads the SEQ run's matrices."""
-    import csv
-    import json
-
+    reads the SEQ runs' matrices."""
     probing = load_script("text_classification/probing.py")
     page = RESULTS_PAGE.read_text(encoding="utf-8")
     block = re.search(r"<!-- probing-table -->\n(.*?)<!-- /probing-table -->", page, re.S)
     assert block and block.group(1).strip() == probing.table(RESULTS / "text_probe").strip()
     run = RESULTS / "text_probe" / "seq_i_s0"
-    metrics = json.loads((run / "metrics.json").read_text())
-    with (run / "probing.csv").open() as handle:
-        probe = {row["row"]: row for row in csv.DictReader(handle)}
-    with (run / "accuracy.csv").open() as handle:
-        model = {row["row"]: row for row in csv.DictReader(handle)}
+    metrics, probe, model = matrices(run)
     text = " ".join(page.split())
     last = "after yahoo"
 
     def one(x: float | str) -> str:
-        return f"{float(x):.1f}"
+        return f"{float(x):.1f}".replace("-", "−")
 
     assert (
         f"the SEQ run's probe reads AG News at {one(probe[last]['ag_news'])} and DBpedia at "
@@ -336,6 +330,36 @@ def test_the_probing_statement_is_the_committed_probing_run(load_script):
         f"rises from {one(metrics['probe_before'])} on the pre-trained encoder to "
         f"{one(metrics['probe_average_accuracy'])} after the stream"
     ) in text
+    second, probe, model = matrices(RESULTS / "text_probe" / "seq_ii_s0")
+    last = "after yelp"
+    assert (
+        f"SEQ forgets {one(second['forgetting'])} points, its probe "
+        f"{one(second['probe_forgetting'])} (" in text
+    )
+    assert f"and its head {one(second['head_forgetting'])}; after the last task (Yelp)" in text
+    assert (
+        f"the probe reads DBpedia at {one(probe[last]['dbpedia'])} and AG News at "
+        f"{one(probe[last]['ag_news'])}, where SEQ's own head scores "
+        f"{one(model[last]['dbpedia'])} and {one(model[last]['ag_news'])}"
+    ) in text
+    row = next(r for r in block.group(1).splitlines() if r.startswith("| seq |")).split(" | ")
+    head, represented = (row[4 + k].replace("-", "−") for k in (1, 0))  # the table's cells
+    assert f"SEQ's head forgetting is {head} points and its probe's {represented}:" in text
+    parts = [f"{one(m['probe_forgetting'])} of {one(m['forgetting'])}" for m in (metrics, second)]
+    assert f"({', '.join(parts)})" in text
+
+
+def matrices(run: Path) -> tuple[dict, dict, dict]:
+    """A probing run's metrics, and its probing and accuracy matrices by row name."""
+    import csv
+    import json
+
+    metrics = json.loads((run / "metrics.json").read_text())
+    with (run / "probing.csv").open() as handle:
+        probe = {row["row"]: row for row in csv.DictReader(handle)}
+    with (run / "accuracy.csv").open() as handle:
+        model = {row["row"]: row for row in csv.DictReader(handle)}
+    return metrics, probe, model
 
 
 def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
@@ -382,17 +406,57 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     assert (
         f"our `er` with 10,000 ({mean:.1f} over the four orders, above MbPA++ and REPLAY" in caption
     )
+    costs = pareto_table(budget).dropna(subset=["tflops"]).sort_values("tflops")
+    front = costs[costs.front_compute]
+    assert costs.configuration.iloc[-1] == "mbpa++"  # the most compute
+    means = {
+        n: f"{summary('text').loc[(n, 'average_accuracy'), 'mean']:.1f}"
+        for n in front[:2].configuration
+    }
+    assert list(means) == ["ncm", "ranpac"]
+    mbpa = summary("text").loc[("mbpa++", "average_accuracy"), "mean"]
+    assert (
+        f"the cheapest points on the compute front ({means['ncm']} and {means['ranpac']}); MbPA++ "
+        f"spends the most compute for {mbpa:.1f}"
+    ) in caption
     for b in ("mbpa++", "replay"):  # the caption's "with 95% confidence"
         (found,) = compare(budget, "er", b, stream="text")
         assert found.verdict == f"er > {b}" and len(runs) == 4
-    assert f"**{score('text', 'ranpac_i_s0')}**, forgetting" in text
+    ranpac = [
+        json.loads((RESULTS / "text" / f"ranpac_{o}_s0" / "metrics.json").read_text())
+        for o in ORDERS
+    ]
+
+    def listed(key: str) -> str:
+        values = [f"{m[key]:.1f}" for m in ranpac]
+        return f"{', '.join(values[:-1])} and {values[-1]}"
+
+    assert f"**{listed('average_accuracy')}**, forgetting {listed('forgetting')}, with no" in text
+    ridges = [f"10^{round(math.log10(m['strategy']['ridge']))}" for m in ranpac]
+    assert f"last task's features ({', '.join(ridges[:-1])} and {ridges[-1]} on orders" in text
+    gaps = {
+        b: compare(budget, "ranpac", b, stream="text")[0].difference
+        for b in ("seq", "seq-star", "ncm", "er")
+    }
+    assert (
+        f"above SEQ by {gaps['seq'].mean:.1f} points and SEQ\\* by {gaps['seq-star'].mean:.1f}, "
+        f"above NCM by {gaps['ncm'].mean:.1f}"
+    ) in text
+    d = gaps["er"]
+    interval = f"95% CI [{signed(d.low)}, {signed(d.high)}]"
+    assert f"--compare ranpac,er`: {signed(d.mean)} points, {interval}" in text
+    primal = RESULTS / "text_ranpac_primal" / "ranpac_i_s0"  # λ searched in the M x M form
+    rerun = RESULTS / "text" / "ranpac_i_s0"
+    assert (primal / "accuracy.csv").read_text() == (rerun / "accuracy.csv").read_text()
+    first = json.loads((primal / "metrics.json").read_text())
+    assert (
+        f"{first['total_flops'] / 1e12:.1f} TFLOPs and {first['seconds'] / 60:.1f} minutes" in text
+    )
     seed1 = json.loads((RESULTS / "text_er200" / "er_i_s1" / "metrics.json").read_text())
     assert (
         f"order i at seed 1, 2026-12-03, scores {seed1['average_accuracy']:.1f}, forgetting "
         f"{seed1['forgetting']:.1f}, against {score('text_er200', 'er_i_s0')} at seed 0"
     ) in text
-    (found,) = compare(budget, "ranpac", "ncm", stream="text")
-    assert f"it is {found.difference.mean:.1f} points above NCM" in text
 
 
 def documented_comparisons() -> list[str]:
