@@ -422,18 +422,26 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     for b in ("mbpa++", "replay"):  # the caption's "with 95% confidence"
         (found,) = compare(budget, "er", b, stream="text")
         assert found.verdict == f"er > {b}" and len(runs) == 4
-    ranpac = [
-        json.loads((RESULTS / "text" / f"ranpac_{o}_s0" / "metrics.json").read_text())
-        for o in ORDERS
-    ]
+    for seed in (0, 1):
+        ranpac = [
+            json.loads((RESULTS / "text" / f"ranpac_{o}_s{seed}" / "metrics.json").read_text())
+            for o in ORDERS
+        ]
 
-    def listed(key: str) -> str:
-        values = [f"{m[key]:.1f}" for m in ranpac]
-        return f"{', '.join(values[:-1])} and {values[-1]}"
+        def listed(values: list) -> str:
+            return f"{', '.join(values[:-1])} and {values[-1]}"
 
-    assert f"**{listed('average_accuracy')}**, forgetting {listed('forgetting')}, with no" in text
-    ridges = [f"10^{round(math.log10(m['strategy']['ridge']))}" for m in ranpac]
-    assert f"last task's features ({', '.join(ridges[:-1])} and {ridges[-1]} on orders" in text
+        scores = listed([f"{m['average_accuracy']:.1f}" for m in ranpac])
+        assert f"**{scores}** at seed {seed}" in text
+        forgot = listed([f"{m['forgetting']:.1f}" for m in ranpac])
+        assert f"{forgot} at seed {seed}" in text
+        ridges = listed([f"10^{round(math.log10(m['strategy']['ridge']))}" for m in ranpac])
+        assert f"{ridges} {'on orders i–iv ' if seed == 0 else ''}at seed {seed}" in text
+    every = {r.run_dir.name: r.metrics for r in budget if r.strategy == "ranpac"}
+    low = min(every, key=lambda name: every[name]["average_accuracy"])
+    assert [n for n, m in every.items() if m["strategy"]["ridge"] == 1e6] == [low]
+    assert "the one low score, order ii at seed 0, is the one run whose λ is 10^6" in text
+    assert low == "ranpac_ii_s0"
     gaps = {
         b: compare(budget, "ranpac", b, stream="text")[0].difference
         for b in ("seq", "seq-star", "ncm", "er")
