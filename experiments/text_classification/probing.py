@@ -27,6 +27,7 @@ METRICS = (
     "average_accuracy",
     "forgetting",
     "probe_forgetting",
+    "probe_share",
     "head_forgetting",
     "probe_before",
     "probe_average_accuracy",
@@ -34,10 +35,14 @@ METRICS = (
 
 
 def table(root: Path) -> str:
-    """Markdown rows: strategy, runs, then mean [95% CI] of each metric."""
+    """Markdown rows: strategy, runs, then mean [95% CI] of each metric; then one row over every
+    run (``all``): how much of the forgetting is the representation's, whatever the strategy."""
     header = "| strategy | runs | " + " | ".join(METRICS) + " |"
     lines = [header, "|---|---|" + "---|" * len(METRICS)]
-    for strategy, runs, cells in summaries(root, METRICS):
+    rows = summaries(root, METRICS)
+    if len(rows) > 1:
+        rows += summaries(root, METRICS, pooled="all")
+    for strategy, runs, cells in rows:
         lines.append(f"| {strategy} | {runs} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n"
 

@@ -77,12 +77,15 @@ def emit(text: str, out: str | None) -> None:
 
 
 def summaries(
-    root: Path, metrics: Sequence[str], grid: Collection[str] | None = None
+    root: Path, metrics: Sequence[str], grid: Collection[str] | None = None, *, pooled: str = ""
 ) -> list[tuple[str, int, list[str]]]:
     """Per strategy of the runs in ``root`` (none if it is missing): its name, runs, and the
     mean [95% CI] of each metric as `lifelong report` prints it; ``grid`` keeps only those run
-    folders (a sweep's folder may hold other strategies, orders or seeds)."""
+    folders (a sweep's folder may hold other strategies, orders or seeds); ``pooled`` names one
+    row over every run instead."""
     records = find_runs(root, names=grid) if root.is_dir() else []
+    if pooled:
+        records = [dataclasses.replace(r, strategy=pooled) for r in records]
     rows = summary_rows(summary_table(records, metrics)) if records else []
     return [(strategy, runs, cells) for _, strategy, runs, cells in sorted(rows)]
 

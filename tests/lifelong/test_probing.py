@@ -93,3 +93,17 @@ def test_the_report_splits_the_forgetting_of_probing_runs(tmp_path):
     assert "2 runs with --probe" in text and "representation forgetting (probe)" in text
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.name.endswith("s0")]
     assert (run_dir / "probing.csv").read_text().startswith("row,ag_news,yelp\nbefore,")
+
+
+def test_the_representation_share_is_the_probe_forgetting_over_the_model_forgetting(tmp_path):
+    """Derived by the report from metrics.json (runs written before it was named have it too)."""
+    from lifelong.experiment.reports.tables import _metric
+    from lifelong.experiment.rundir import RunRecord
+
+    def record(**metrics):
+        return RunRecord(tmp_path, "text", "i", 0, "seq", metrics, accuracy=None)
+
+    assert _metric(record(probe_forgetting=2.0, forgetting=50.0), "probe_share") == 4.0
+    assert _metric(record(probe_forgetting=-1.0, forgetting=20.0), "probe_share") == -5.0
+    assert _metric(record(probe_forgetting=1.0, forgetting=0.0), "probe_share") is None
+    assert _metric(record(forgetting=10.0), "probe_share") is None  # not a probing run

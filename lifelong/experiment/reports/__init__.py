@@ -160,6 +160,7 @@ def _write_report(
 PROBING_METRICS = (
     "forgetting",
     "probe_forgetting",
+    "probe_share",
     "head_forgetting",
     "probe_before",
     "probe_average_accuracy",
@@ -176,7 +177,8 @@ def probing_markdown(records: Sequence[RunRecord]) -> str:
         "## Where the forgetting is (linear probes)\n\n"
         f"{len(probed)} runs with --probe: the model's forgetting, the probe's (representation "
         "forgetting: a logistic regression on the encoder's features of each task, refitted "
-        "after each task), the rest (head and decision drift), the pre-trained encoder's probe "
+        "after each task) and its share of the model's (%), the rest (head and decision "
+        "drift), the pre-trained encoder's probe "
         "accuracy and the final one (mean [95% CI]).\n\n"
         + summary_markdown(summary_table(probed, PROBING_METRICS))
     )

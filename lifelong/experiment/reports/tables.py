@@ -48,6 +48,7 @@ METRIC_LABELS = {
     "memory_examples": "memory (examples)",
     "memory_mb": "memory (MB)",
     "probe_forgetting": "representation forgetting (probe)",
+    "probe_share": "representation share of forgetting (%)",
     "head_forgetting": "head forgetting (the rest)",
     "probe_before": "probe accuracy, pre-trained",
     "probe_average_accuracy": "probe accuracy, final",
@@ -164,7 +165,16 @@ SCALED = {"tflops": ("total_flops", 1e12), "memory_mb": ("memory_bytes", 1e6)}
 or, for runs that did not measure them, derived (`lifelong.experiment.reports.costs`)."""
 
 
+SHARES = {"probe_share": ("probe_forgetting", "forgetting")}
+"""Percentages a report derives from two ``metrics.json`` keys (key -> part, whole): the share of
+a run's forgetting that is its encoder's (the probe's forgetting over the model's, Tao et al.,
+ICLR 2023, §4); undefined where the run forgot nothing."""
+
+
 def _metric(record: RunRecord, key: str) -> float | None:
+    if key in SHARES and key not in record.metrics:
+        part, whole = (_metric(record, k) for k in SHARES[key])
+        return None if part is None or not whole or whole <= 0 else 100 * part / whole
     if key in SCALED and key not in record.metrics:
         from lifelong.experiment.reports.costs import cost_value
 
@@ -184,6 +194,8 @@ def _metric(record: RunRecord, key: str) -> float | None:
 
 def _has(record: RunRecord, key: str) -> bool:
     """Whether ``metrics.json`` has the key (null included: undefined for this run)."""
+    if key in SHARES and key not in record.metrics:
+        return all(_has(record, k) for k in SHARES[key])
     if key in SCALED and key not in record.metrics:
         return _metric(record, key) is not None
     if key in MINUTES and key not in record.metrics:
