@@ -343,10 +343,23 @@ def test_the_probing_statement_is_the_committed_probing_run(load_script):
         f"{one(model[last]['dbpedia'])} and {one(model[last]['ag_news'])}"
     ) in text
     row = next(r for r in block.group(1).splitlines() if r.startswith("| seq |")).split(" | ")
-    head, represented = (row[4 + k].replace("-", "−") for k in (1, 0))  # the table's cells
+    head, represented = (
+        row[2 + probing.METRICS.index(key)].replace("-", "−")  # the table's cells
+        for key in ("head_forgetting", "probe_forgetting")
+    )
     assert f"SEQ's head forgetting is {head} points and its probe's {represented}:" in text
     parts = [f"{one(m['probe_forgetting'])} of {one(m['forgetting'])}" for m in (metrics, second)]
     assert f"({', '.join(parts)})" in text
+    replay, _, _ = matrices(RESULTS / "text_probe" / "replay_ii_s0")
+    assert (
+        f"it forgets {one(replay['forgetting'])} points, its probe "
+        f"{one(replay['probe_forgetting'])} and its head {one(replay['head_forgetting'])}"
+    ) in text
+    pooled = next(r for r in block.group(1).splitlines() if r.startswith("| all |")).split(" | ")
+    share = pooled[2 + probing.METRICS.index("probe_share")].replace("-", "−")
+    mean, interval = share.split(" ", 1)
+    assert f"the representation's share of the forgetting is {mean}% (95% CI {interval})" in text
+    assert float(interval.strip("[]").split(", ")[1]) < 10  # "at most a tenth"
 
 
 def matrices(run: Path) -> tuple[dict, dict, dict]:
