@@ -504,3 +504,21 @@ def test_every_documented_comparison_runs_on_the_committed_runs(command, capsys,
     monkeypatch.chdir(ROOT)
     assert main(shlex.split(command)[1:]) == 0, command
     assert "paired runs" in capsys.readouterr().out
+
+
+def test_the_fewrel_er_statement_is_the_committed_runs():
+    """FewRel's `er` runs so far, each order's pooled accuracy against every other strategy's."""
+    import json
+
+    text = " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
+    pooled: dict[str, dict[str, float]] = {}
+    for run in sorted((RESULTS / "fewrel").glob("*_s0")):
+        name, order = run.name.rsplit("_", 2)[:2]
+        value = json.loads((run / "metrics.json").read_text())["pooled_accuracy"]
+        pooled.setdefault(name, {})[order] = value
+    er = pooled.pop("er")
+    orders = sorted(er)
+    assert orders == ["0", "1"], "the page says orders 0 and 1 so far"
+    assert f"it pools {er['0']:.1f} and {er['1']:.1f}, above every strategy" in text
+    assert all(er[o] > runs[o] for runs in pooled.values() for o in orders)
+    assert f"MTL's {pooled['mtl']['0']:.1f} and {pooled['mtl']['1']:.1f} included" in text
