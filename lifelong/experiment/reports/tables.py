@@ -174,7 +174,7 @@ ICLR 2023, §4); undefined where the run forgot nothing."""
 def _metric(record: RunRecord, key: str) -> float | None:
     if key in SHARES and key not in record.metrics:
         part, whole = (_metric(record, k) for k in SHARES[key])
-        return None if part is None or not whole or whole <= 0 else 100 * part / whole
+        return None if part is None or whole is None or whole <= 0 else 100 * part / whole
     if key in SCALED and key not in record.metrics:
         from lifelong.experiment.reports.costs import cost_value
 
