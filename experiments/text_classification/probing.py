@@ -23,15 +23,9 @@ from pathlib import Path
 
 from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all, summaries
 
-METRICS = (
-    "average_accuracy",
-    "forgetting",
-    "probe_forgetting",
-    "probe_share",
-    "head_forgetting",
-    "probe_before",
-    "probe_average_accuracy",
-)
+from lifelong.experiment.reports import PROBING_METRICS
+
+METRICS = ("average_accuracy", *PROBING_METRICS)
 
 
 def table(root: Path) -> str:
