@@ -507,8 +507,11 @@ def test_every_documented_comparison_runs_on_the_committed_runs(command, capsys,
 
 
 def test_the_fewrel_er_statement_is_the_committed_runs():
-    """FewRel's `er` runs so far, each order's pooled accuracy against every other strategy's."""
+    """FewRel's `er` paragraph: each order's pooled accuracy, above every continual learner's on
+    that order, and its paired differences as `lifelong report --compare` gives them."""
     import json
+
+    from lifelong.experiment.reports.stats import compare
 
     text = " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
     pooled: dict[str, dict[str, float]] = {}
@@ -516,9 +519,39 @@ def test_the_fewrel_er_statement_is_the_committed_runs():
         name, order = run.name.rsplit("_", 2)[:2]
         value = json.loads((run / "metrics.json").read_text())["pooled_accuracy"]
         pooled.setdefault(name, {})[order] = value
-    er = pooled.pop("er")
+    er, mtl = pooled.pop("er"), pooled.pop("mtl")
     orders = sorted(er)
-    assert orders == ["0", "1"], "the page says orders 0 and 1 so far"
-    assert f"it pools {er['0']:.1f} and {er['1']:.1f}, above every strategy" in text
+    assert orders == ["0", "1", "2", "3", "4"], "the page says all five orders"
+    listed = [f"{er[o]:.1f}" for o in orders]
+    assert f"it pools {', '.join(listed[:-1])} and {listed[-1]}," in text
     assert all(er[o] > runs[o] for runs in pooled.values() for o in orders)
-    assert f"MTL's {pooled['mtl']['0']:.1f} and {pooled['mtl']['1']:.1f} included" in text
+    under = [o for o in orders if er[o] < mtl[o]]
+    assert under == ["3"], "the page says er is under MTL on order 3 only"
+    assert f"order 3 ({er['3']:.1f} against {mtl['3']:.1f})" in text
+
+    def signed(x: float) -> str:
+        return f"{x:+.1f}".replace("-", "−")
+
+    runs = records("fewrel")
+    found = {
+        b: compare(runs, "er", b, stream="fewrel", metric="pooled_accuracy")[0]
+        for b in ("replay", "mbpa++", "oml-er", "seq", "mtl")
+    }
+
+    def gap(b: str) -> str:
+        d = found[b].difference
+        return f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]"
+
+    d = found["replay"].difference
+    assert (
+        f"--compare er,replay`: {signed(d.mean)} points, 95% CI [{signed(d.low)}, "
+        f"{signed(d.high)}], {found['replay'].verdict}"
+    ) in text
+    assert f"against MbPA++ {gap('mbpa++')}, OML-ER {gap('oml-er')}, SEQ {gap('seq')}" in text
+    d = found["mtl"].difference
+    assert found["mtl"].verdict == "not resolved"
+    assert (
+        f"`--compare er,mtl` {signed(d.mean)} points, 95% CI [{signed(d.low)}, {signed(d.high)}], "
+        "not resolved"
+    ) in text
+    assert f"level with MTL ({signed(d.mean)}, [{signed(d.low)}, {signed(d.high)}])" in text
