@@ -190,10 +190,9 @@ def test_a_failing_point_does_not_stop_the_sweep(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["local", "ray"])
-def test_smoke_sweep_then_report(backend, tmp_path, capsys):
+def test_smoke_sweep_then_report(tmp_path, capsys):
     """The acceptance run: experiments/smoke.yaml (3 strategies x 2 orders x 2 seeds)."""
-    flags = ["--jobs", "2"] if backend == "local" else ["--backend", "ray"]
+    flags = ["--jobs", "2"]
     smoke = str(REPO / "experiments" / "smoke.yaml")
     assert main(["sweep", smoke, "--output-dir", str(tmp_path), *flags]) == 0
     assert "12 finished, 0 skipped, 0 failed" in capsys.readouterr().out
@@ -220,6 +219,29 @@ def test_smoke_sweep_then_report(backend, tmp_path, capsys):
     sweep = load_sweep(smoke).with_grid(["replay"], ["ii"], [1])
     sweep = dataclasses.replace(sweep, base=sweep.base.replace(output_dir=str(again)))
     run_sweep(sweep)
+    np.testing.assert_array_equal(
+        matrices(again / "smoke")["replay_ii_s1"].to_numpy(),
+        matrices(root)["replay_ii_s1"].to_numpy(),
+    )
+
+
+@pytest.mark.slow
+def test_the_ray_backend_runs_the_smoke_sweep_as_in_process(tmp_path, capsys):
+    """``--backend ray`` on part of the smoke grid (2 strategies x 2 seeds of one order): every
+    point finishes and is indexed, a second sweep skips them all, and a point's matrices are the
+    in-process run's. The report is the backend's business no more than the local one's (above)."""
+    smoke = str(REPO / "experiments" / "smoke.yaml")
+    flags = ["--backend", "ray", "--strategies", "seq,replay", "--orders", "ii", "--seeds", "0,1"]
+    assert main(["sweep", smoke, "--output-dir", str(tmp_path), *flags]) == 0
+    assert "4 finished, 0 skipped, 0 failed" in capsys.readouterr().out
+    root = tmp_path / "smoke"
+    rows = RunIndex(root / "index.sqlite").rows()
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"finished"}
+    assert main(["sweep", smoke, "--output-dir", str(tmp_path), *flags]) == 0
+    assert "0 finished, 4 skipped" in capsys.readouterr().out
+    again = tmp_path / "again"
+    sweep = load_sweep(smoke).with_grid(["replay"], ["ii"], [1])
+    run_sweep(dataclasses.replace(sweep, base=sweep.base.replace(output_dir=str(again))))
     np.testing.assert_array_equal(
         matrices(again / "smoke")["replay_ii_s1"].to_numpy(),
         matrices(root)["replay_ii_s1"].to_numpy(),
