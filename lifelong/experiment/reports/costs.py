@@ -11,7 +11,8 @@ their strategy's report determine (`derived_cost`, ``"source": "derived"``), by 
   once per evaluation when retrieved; the derived count takes every example then in memory (an
   upper bound: the measured count is the examples actually retrieved);
 * memory bytes are the stored examples at ``max_length`` int32 token ids plus their keys
-  (float32, the encoder's width) where the memory is keyed.
+  (float32, the encoder's width) where the memory is keyed; Avalanche's Replay buffer holds
+  them as it stores them (int64 patterns, `avalanche_pattern_bytes`).
 
 Meta-MbPA's training cost depends on its retrieval (the meta step's neighbours) and is not
 derived; its runs appear once measured.
@@ -41,7 +42,18 @@ ENCODER_PARAMETERS = {"minilm": (10_795_392, 22_713_216, 384), "tiny": (265_216,
 """Non-embedding parameters, all parameters and width of the encoders the committed runs used
 (`lifelong.cost.non_embedding_parameters` of the loaded encoder; checked by a test)."""
 
-INT32, FLOAT32 = 4, 4
+INT32, FLOAT32, INT64 = 4, 4, 8
+
+
+def avalanche_pattern_bytes(tokens: int) -> int:
+    """Bytes an Avalanche replay buffer holds per text example of ``tokens`` token ids.
+
+    `lifelong.integrations.avalanche.RecordCodec` makes each example an int64 pattern of
+    ``max_length`` ids (padded with -1) and an int64 target; Avalanche's dataset adds an int64
+    task label and an int32 index: ``8 * tokens + 20`` (what a run measures: 106,400 bytes for
+    200 examples at 64 tokens, checked in ``make test-avalanche``).
+    """
+    return tokens * INT64 + 2 * INT64 + INT32
 
 
 @dataclass(frozen=True)
@@ -187,8 +199,9 @@ class Derivation:
     Attributes:
         passes: The rows it computed (`Passes`), from the run's shape.
         memory: What it holds: ``examples`` (token ids at ``max_length``), ``keyed`` (and
-            a key of the encoder's width each: MbPA's and MbPA++'s nearest-neighbour memory)
-            or ``weights`` (two copies of every weight: EWC's Fisher and anchor).
+            a key of the encoder's width each: MbPA's and MbPA++'s nearest-neighbour memory),
+            ``patterns`` (Avalanche's buffer: `avalanche_pattern_bytes` per example) or
+            ``weights`` (two copies of every weight: EWC's Fisher and anchor).
 
     """
 
@@ -208,7 +221,9 @@ DERIVATIONS: dict[str, Derivation] = {
         memory="weights",
     ),
     "avalanche:ewc": Derivation(lambda s: _fine_tuned(s, s.train), memory="weights"),
-    "avalanche:replay": Derivation(lambda s: _fine_tuned(s, s.train - s.per_task[0])),
+    "avalanche:replay": Derivation(
+        lambda s: _fine_tuned(s, s.train - s.per_task[0]), memory="patterns"
+    ),
     "mbpa": Derivation(lambda s: _local_adaptation(s, replay=False, keyed=True), "keyed"),
     "mbpa++": Derivation(lambda s: _local_adaptation(s, replay=True, keyed=True), "keyed"),
     "mbpa++-rand": Derivation(lambda s: _local_adaptation(s, replay=True, keyed=False)),
@@ -278,6 +293,8 @@ def derived_cost(record: RunRecord) -> dict[str, Any] | None:
     held = float(record.metrics.get("memory_examples") or report.get("joint_examples") or 0)
     kind = DERIVATIONS[record.strategy].memory
     memory = held * (tokens * INT32 + (width * FLOAT32 if kind == "keyed" else 0))
+    if kind == "patterns":
+        memory = held * avalanche_pattern_bytes(tokens)
     if kind == "weights":
         memory = 2 * (encoder[1] + head) * FLOAT32  # F and θ* of every weight
     return {

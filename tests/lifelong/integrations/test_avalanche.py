@@ -90,6 +90,22 @@ def test_avalanche_strategies_run_through_lifelong_run(tmp_path, capsys, strateg
     assert (tmp_path / "runs" / "index.sqlite").is_file()
 
 
+@pytest.mark.parametrize("max_length", [32, 64])
+def test_avalanche_replays_derived_memory_is_what_its_runs_measure(tmp_path, max_length):
+    """The bytes `lifelong report` derives for an Avalanche Replay run that predates cost
+    counting are the bytes such a run measures: its buffer's patterns, as Avalanche stores them."""
+    from lifelong.experiment.reports.costs import avalanche_pattern_bytes, derived_cost
+    from lifelong.experiment.rundir import load_run
+
+    run_dir, metrics = run_cli(
+        tmp_path, "avalanche:replay", "-o", "mem_size=30", "--max-length", str(max_length)
+    )
+    assert metrics["memory_bytes"] == 30 * avalanche_pattern_bytes(max_length)
+    record = load_run(run_dir)
+    del record.metrics["total_flops"], record.metrics["memory_bytes"]
+    assert derived_cost(record)["memory_bytes"] == metrics["memory_bytes"]
+
+
 def test_ours_and_avalanches_sit_in_one_report_table(tmp_path, capsys):
     """`lifelong report` over runs of both libraries: one table, a row per strategy."""
     for strategy in ("seq", "avalanche:naive"):
