@@ -473,10 +473,23 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     assert (
         f"{first['total_flops'] / 1e12:.1f} TFLOPs and {first['seconds'] / 60:.1f} minutes" in text
     )
-    seed1 = json.loads((RESULTS / "text_er200" / "er_i_s1" / "metrics.json").read_text())
+
+    def scores_by_seed(folder: str, name: str) -> list[str]:
+        return [
+            ", ".join(score(folder, f"{name}_{o}_s{seed}") for o in ORDERS[:-1])
+            + f" and {score(folder, f'{name}_iv_s{seed}')}"
+            for seed in (0, 1)
+        ]
+
+    er200_scores = scores_by_seed("text_er200", "er")
+    assert f"`er` scores {er200_scores[0]} at seed 0 and {er200_scores[1]} at seed 1" in text
+    replay_scores = scores_by_seed("text", "avalanche-replay")
+    assert f"Avalanche's Replay's {replay_scores[0]} and {replay_scores[1]}:" in text
+    forgot = summary("text_er200").loc[("er", "forgetting")]
+    theirs = summary("text").loc[("avalanche:replay", "forgetting")]
     assert (
-        f"order i at seed 1, 2026-12-03, scores {seed1['average_accuracy']:.1f}, forgetting "
-        f"{seed1['forgetting']:.1f}, against {score('text_er200', 'er_i_s0')} at seed 0"
+        f"{forgot['mean']:.1f} [{forgot['low']:.1f}, {forgot['high']:.1f}] against Avalanche's "
+        f"{theirs['mean']:.1f} [{theirs['low']:.1f}, {theirs['high']:.1f}]"
     ) in text
 
 
