@@ -292,11 +292,15 @@ def derived_cost(record: RunRecord) -> dict[str, Any] | None:
     report = record.metrics.get("strategy") or {}
     held = float(record.metrics.get("memory_examples") or report.get("joint_examples") or 0)
     kind = DERIVATIONS[record.strategy].memory
-    memory = held * (tokens * INT32 + (width * FLOAT32 if kind == "keyed" else 0))
-    if kind == "patterns":
-        memory = held * avalanche_pattern_bytes(tokens)
+    per_example = {
+        "examples": tokens * INT32,
+        "keyed": tokens * INT32 + width * FLOAT32,
+        "patterns": avalanche_pattern_bytes(tokens),
+    }
     if kind == "weights":
         memory = 2 * (encoder[1] + head) * FLOAT32  # F and θ* of every weight
+    else:
+        memory = held * per_example[kind]
     return {
         "total_flops": float(f"{passes.flops(encoder[0], head, tokens):.4g}"),
         "memory_bytes": int(memory),

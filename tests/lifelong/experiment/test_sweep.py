@@ -214,11 +214,13 @@ def test_smoke_sweep_then_report(tmp_path, capsys):
     assert "### text: average accuracy against what it cost" in table
     assert main(["sweep", smoke, "--output-dir", str(tmp_path), *flags]) == 0
     assert "0 finished, 12 skipped" in capsys.readouterr().out
-    # the sweep is deterministic: both backends give the in-process result
-    again = tmp_path / "again"
-    sweep = load_sweep(smoke).with_grid(["replay"], ["ii"], [1])
-    sweep = dataclasses.replace(sweep, base=sweep.base.replace(output_dir=str(again)))
-    run_sweep(sweep)
+    assert_replay_ii_s1_is_the_in_process_run(root, tmp_path / "again")
+
+
+def assert_replay_ii_s1_is_the_in_process_run(root, again):
+    """The sweep is deterministic: a backend's smoke point replay_ii_s1 is the in-process run's."""
+    sweep = load_sweep(str(REPO / "experiments" / "smoke.yaml")).with_grid(["replay"], ["ii"], [1])
+    run_sweep(dataclasses.replace(sweep, base=sweep.base.replace(output_dir=str(again))))
     np.testing.assert_array_equal(
         matrices(again / "smoke")["replay_ii_s1"].to_numpy(),
         matrices(root)["replay_ii_s1"].to_numpy(),
@@ -239,13 +241,7 @@ def test_the_ray_backend_runs_the_smoke_sweep_as_in_process(tmp_path, capsys):
     assert len(rows) == 4 and {r["status"] for r in rows} == {"finished"}
     assert main(["sweep", smoke, "--output-dir", str(tmp_path), *flags]) == 0
     assert "0 finished, 4 skipped" in capsys.readouterr().out
-    again = tmp_path / "again"
-    sweep = load_sweep(smoke).with_grid(["replay"], ["ii"], [1])
-    run_sweep(dataclasses.replace(sweep, base=sweep.base.replace(output_dir=str(again))))
-    np.testing.assert_array_equal(
-        matrices(again / "smoke")["replay_ii_s1"].to_numpy(),
-        matrices(root)["replay_ii_s1"].to_numpy(),
-    )
+    assert_replay_ii_s1_is_the_in_process_run(root, tmp_path / "again")
 
 
 SWEEP_SCRIPT = "import sys; from lifelong.experiment.cli import main; sys.exit(main(sys.argv[1:]))"
