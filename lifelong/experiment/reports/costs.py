@@ -441,6 +441,48 @@ def _number(value: float, digits: int = 1) -> str:
     return "–" if math.isnan(value) else f"{value:,.{digits}f}"
 
 
+LABEL_SIZE = 7  # points: a configuration's label beside its marker
+
+
+def label_offsets(
+    at: np.ndarray, names: Sequence[str], dpi: float, size: float = LABEL_SIZE
+) -> list[tuple[float, float]]:
+    """Where each point's label goes (offset in points) so that no two labels overlap.
+
+    A label sits right of and above its point; the highest point is placed first, and a label
+    that would overlap one already placed moves a line down, then up, then two lines, and so
+    on, to the nearest free line. Text extents are estimated (0.6 em a character, 1.2 em a line).
+
+    Args:
+        at: Display coordinates of the points, shape (n, 2), in pixels.
+        names: The n labels.
+        dpi: The figure's dots per inch (pixels to points).
+        size: The font size in points.
+
+    Returns:
+        One (dx, dy) offset in points per label, in the order given.
+
+    """
+    points = np.asarray(at, dtype=float) * 72.0 / dpi  # (n, 2) in points
+    line = 1.2 * size
+    placed: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1 in points
+    offsets: list[tuple[float, float]] = [(4.0, 3.0)] * len(names)
+    for i in sorted(range(len(names)), key=lambda k: -points[k, 1]):
+        x0, width = points[i, 0] + 4.0, 0.6 * size * len(names[i])
+        for step in (0, -1, 1, -2, 2, -3, 3, -4, 4):
+            y0 = points[i, 1] + 3.0 + step * line
+            box = (x0, y0, x0 + width, y0 + line)
+            if not any(_overlap(box, other) for other in placed):
+                break
+        placed.append(box)
+        offsets[i] = (4.0, 3.0 + step * line)
+    return offsets
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 def plot_pareto(table: pd.DataFrame, stream: str, path: str | Path, label: str) -> Path:
     """Two panels: the metric (mean, 95% CI) against compute and against memory, fronts joined."""
     from lifelong.experiment.reports.plots import _figure, _save_png
@@ -468,20 +510,19 @@ def plot_pareto(table: pd.DataFrame, stream: str, path: str | Path, label: str) 
         )
         front = front.sort_values(cost)
         ax.plot(front[cost], front["mean"], "-o", color="tab:red", ms=6, label="Pareto front")
-        for _, row in known.iterrows():
-            ax.annotate(
-                row["configuration"],
-                (row[cost], row["mean"]),
-                fontsize=7,
-                xytext=(4, 3),
-                textcoords="offset points",
-            )
         if cost == "memory_mb":  # no memory at all (SEQ) is 0: linear near it, log beyond
             ax.set_xscale("symlog", linthresh=0.01)
             ax.set_xlim(left=-0.002)
             axis = "memory held (MB; symmetric log, 0 = none)"
         else:
             ax.set_xscale("log")
+        ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits the transform reads
+        names = list(known["configuration"])
+        at = ax.transData.transform(np.column_stack([known[cost], known["mean"]]))  # (n, 2) px
+        for name, xy, offset in zip(
+            names, zip(known[cost], known["mean"]), label_offsets(at, names, figure.dpi)
+        ):
+            ax.annotate(name, xy, fontsize=LABEL_SIZE, xytext=offset, textcoords="offset points")
         ax.set_xlabel(axis)
         ax.set_ylabel(f"{label} (mean, 95% CI)")
         ax.grid(alpha=0.3)

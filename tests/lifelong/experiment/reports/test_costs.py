@@ -4,6 +4,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,10 +12,12 @@ import lifelong
 from lifelong import cost
 from lifelong.experiment.reports.costs import (
     ENCODER_PARAMETERS,
+    LABEL_SIZE,
     cost_source,
     cost_value,
     derived_cost,
     derived_passes,
+    label_offsets,
     pareto_markdown,
     pareto_table,
 )
@@ -137,3 +140,17 @@ def test_the_report_writes_the_pareto_table_and_plot(tmp_path):
     table = pareto_table(every)
     front = set(table.loc[table.front_compute, "configuration"])
     assert "avalanche:replay" in front and "mbpa++" not in front
+
+
+def test_labels_at_nearby_points_do_not_overlap():
+    """Two strategies at one point (er and MTL at 2.56 MB and 68) get labels a line apart; a
+    label with nothing near keeps its place right of and above its point."""
+    at = np.array([[100.0, 200.0], [100.0, 199.0], [400.0, 50.0]])  # pixels at 72 dpi: points
+    names = ["mtl (joint: not continual)", "er", "ncm"]
+    offsets = label_offsets(at, names, dpi=72.0)
+    assert offsets[0] == (4.0, 3.0) and offsets[2] == (4.0, 3.0)  # the highest, and alone
+    line = 1.2 * LABEL_SIZE
+    tops = [at[i, 1] + offsets[i][1] for i in (0, 1)]
+    assert abs(tops[0] - tops[1]) >= line, "er's label is a line away from MTL's"
+    assert offsets[1] == (4.0, 3.0 - line), "the nearest free line: one down"
+    assert label_offsets(at, names, dpi=144.0)[1] == (4.0, 3.0 - line)  # dpi-independent here
