@@ -172,9 +172,12 @@ def distinguish_variants(records: Sequence[RunRecord]) -> list[RunRecord]:
     settings (another ``adapt_scope``, ``replay_ratio``, learning rate or size) are not the
     same configuration and must not be averaged together. Within each (stream, strategy), the
     keys whose values differ are appended to the strategy's name, e.g. ``mbpa++
-    (adapt_scope=top1)``: the strategy's own options (a run that leaves one at its default has
-    ``default``) and the run keys outside `SAME_RUN_KEYS` that every run of the group records
-    (older run directories may lack keys added since). Groups that agree keep their name.
+    (adapt_scope=top1)``: the strategy's own options (a run that leaves one unset ran at its
+    default: the value its options class declares, `option_defaults`, or ``default`` for a
+    strategy not registered here) and the run keys outside `SAME_RUN_KEYS` that every run of
+    the group records (older run directories may lack keys added since). Runs that set an
+    option to its default and runs that leave it unset are one configuration. Groups that
+    agree keep their name.
     """
     groups: dict[tuple[str, str], list[RunRecord]] = {}
     for record in records:
@@ -184,6 +187,11 @@ def distinguish_variants(records: Sequence[RunRecord]) -> list[RunRecord]:
         settings = [run_settings(r) for r in group]
         shared = set.intersection(*(set(s) for s in settings))
         optional = {k for s in settings for k in s if k.startswith("options.")}
+        if optional:  # an option a run leaves unset: its declared default
+            defaults = {f"options.{k}": v for k, v in option_defaults(strategy).items()}
+            settings = [
+                {**{k: defaults[k] for k in optional if k in defaults}, **s} for s in settings
+            ]
         differing = sorted(
             k for k in shared | optional if len({repr(s.get(k, "default")) for s in settings}) > 1
         )
@@ -196,6 +204,19 @@ def distinguish_variants(records: Sequence[RunRecord]) -> list[RunRecord]:
             )
             renamed[id(record)] = dataclasses.replace(record, strategy=f"{strategy} ({label})")
     return [renamed.get(id(r), r) for r in records]
+
+
+def option_defaults(strategy: str) -> dict[str, Any]:
+    """The defaults a registered strategy's options class declares (``{}`` if not registered)."""
+    from lifelong import registry
+
+    try:
+        cls = registry.options_class(strategy)
+    except registry.UnknownStrategyError:
+        return {}
+    return {
+        f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
+    }
 
 
 def run_settings(record: RunRecord) -> dict[str, Any]:

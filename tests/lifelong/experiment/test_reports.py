@@ -232,11 +232,37 @@ def test_only_the_differing_options_name_a_variant(tmp_path):
         "h0": "mbpa++ (adapt_scope=head, replay_ratio=0.1)",
         "h1": "mbpa++ (adapt_scope=head, replay_ratio=0.1)",
         "t0": "mbpa++ (adapt_scope=top1, replay_ratio=0.1)",
-        "t1": "mbpa++ (adapt_scope=default, replay_ratio=default)",
+        "t1": "mbpa++ (adapt_scope=all, replay_ratio=0.01)",  # MbPAPPOptions' defaults
         "s0": "seq",
     }
     same = find_runs([tmp_path / "h0", tmp_path / "h1"])  # one configuration: its plain name
     assert {r.strategy for r in same} == {"mbpa++"}
+
+
+def test_an_option_left_unset_is_its_default_and_set_to_it_the_same_configuration(tmp_path):
+    """A run that sets warmup_fraction to NCM's default (0) is the configuration of one that
+    leaves it unset; a strategy not registered here shows ``default`` for what a run left out."""
+    from lifelong import registry
+    from lifelong.experiment.rundir import option_defaults
+
+    assert option_defaults("ncm")["warmup_fraction"] == 0.0
+    assert option_defaults("not-registered-here") == {}
+    make_run(tmp_path / "unset", "ncm", "i", 0, 44.0, strategy_options={"ncm": {}})
+    zero = {"ncm": {"warmup_fraction": 0.0}}
+    make_run(tmp_path / "zero", "ncm", "ii", 0, 44.0, strategy_options=zero)
+    warm = {"ncm": {"warmup_fraction": 0.375}}
+    make_run(tmp_path / "warm", "ncm", "i", 0, 50.0, strategy_options=warm)
+    names = {r.run_dir.name: r.strategy for r in find_runs(tmp_path)}
+    assert names == {
+        "unset": "ncm (warmup_fraction=0.0)",
+        "zero": "ncm (warmup_fraction=0.0)",
+        "warm": "ncm (warmup_fraction=0.375)",
+    }
+    assert "plug" not in registry.names()
+    make_run(tmp_path / "p0", "plug", "i", 0, 1.0, strategy_options={"plug": {"k": 1}})
+    make_run(tmp_path / "p1", "plug", "i", 1, 1.0, strategy_options={"plug": {}})
+    plug = {r.run_dir.name: r.strategy for r in find_runs(tmp_path) if r.run_dir.name[0] == "p"}
+    assert plug == {"p0": "plug (k=1)", "p1": "plug (k=default)"}
 
 
 def test_markdown(grid):
