@@ -164,3 +164,16 @@ def tiny_demo(output_dir, **changes):
 
     values = dict(encoder="tiny", tasks=["ag_news", "yelp"], batch_size=8, progress=False)
     return RunConfig.demo(**{**values, "output_dir": str(output_dir), **changes})
+
+
+def headline_figure_folders() -> list[Path]:
+    """The run folders the README's headline figure is drawn from, read off its redraw command
+    (``lifelong report results/real_budget/<folder> ... --out``), so the tests check what the
+    README says it draws."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"`lifelong report ((?:results/real_budget/\S+ )+)--out \S+ && cp", text)
+    assert command, "the README gives the command that redraws its headline figure"
+    return [root / folder for folder in command.group(1).split()]

@@ -22,6 +22,7 @@ from lifelong.experiment.reports.stats import summary_table
 from lifelong.experiment.reports.tables import DEFAULT_METRICS, METRIC_LABELS
 from lifelong.experiment.rundir import find_runs
 from lifelong.mechanisms.scopes import check_scope
+from tests.conftest import headline_figure_folders
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "real_budget"
@@ -49,6 +50,7 @@ DISPLAY = {
     "NCM (no training)": "ncm",
     "RanPAC": "ranpac",
     "ER": "er",
+    "ER (dense replay)": "er",
     "MTL (upper bound)": "mtl",
 }
 """The pages' strategy names; a registry name (the results page's) stands for itself."""
@@ -437,21 +439,30 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     mean = summary("text").loc[("er", "average_accuracy"), "mean"]
     caption = " ".join(README.read_text(encoding="utf-8").split())
     assert (
-        f"our `er` with 10,000 ({mean:.1f} over the four orders at two seeds, above MbPA++ and "
-        "REPLAY" in caption
+        f"our `er` with 10,000 memories ({mean:.1f} over the four orders at two seeds, above "
+        "MbPA++ and REPLAY" in caption
     )
-    costs = pareto_table(budget).dropna(subset=["tflops"]).sort_values("tflops")
-    front = costs[costs.front_compute]
-    assert costs.configuration.iloc[-1] == "mbpa++"  # the most compute
-    means = {
-        n: f"{summary('text').loc[(n, 'average_accuracy'), 'mean']:.1f}"
-        for n in front[:2].configuration
-    }
-    assert list(means) == ["ncm", "ranpac"]
-    mbpa = summary("text").loc[("mbpa++", "average_accuracy"), "mean"]
+    figure = pareto_table(find_runs(headline_figure_folders())).set_index("configuration")
+    both = figure.front_compute & figure.front_memory
+    er10k, er200 = "er (memory_size=10000)", "er (memory_size=200)"
+    assert set(figure.index[both]) == {er10k}, "the caption: er at 10,000 is on both fronts"
+    assert figure.loc[er10k, "mean"] == mean
+    assert figure.loc[er200, "front_memory"] and figure.loc["avalanche:replay", "front_compute"]
+    memory = figure.loc[er200]
+    assert f"with 200 on the memory front ({memory['mean']:.1f} at {memory.memory_mb:.2f} MB)" in (
+        caption
+    )
+    costs = figure.dropna(subset=["tflops"]).sort_values("tflops")
+    assert costs.index[-1] == "mbpa++"  # the most compute
+    cheapest = costs[costs.front_compute].index[:4]
+    prototypes = [f"{n} (warmup_fraction={w})" for w in ("0.0", "0.375") for n in ("ncm", "ranpac")]
+    assert sorted(cheapest) == sorted(prototypes), "the four cheapest points on the front"
+    shown = [f"{figure.loc[n, 'mean']:.1f}" for n in prototypes]
+    mbpa = figure.loc["mbpa++", "mean"]
     assert (
-        f"the cheapest points on the compute front ({means['ncm']} and {means['ranpac']}); MbPA++ "
-        f"spends the most compute for {mbpa:.1f}"
+        f"the cheapest points on the compute front ({shown[0]} and {shown[1]}; {shown[2]} and "
+        f"{shown[3]} after SEQ\\*'s first-task warm-up); MbPA++ spends the most compute for "
+        f"{mbpa:.1f}"
     ) in caption
     for b in ("mbpa++", "replay"):  # the caption's "with 95% confidence"
         (found,) = compare(budget, "er", b, stream="text")
@@ -582,3 +593,124 @@ def test_the_fewrel_er_statement_is_the_committed_runs():
         "not resolved"
     ) in text
     assert f"level with MTL ({signed(d.mean)}, [{signed(d.low)}, {signed(d.high)}])" in text
+
+
+WARM = {
+    "NCM (warm)": "ncm (warmup_fraction=0.375)",
+    "NCM": "ncm (warmup_fraction=0.0)",
+    "RanPAC (warm)": "ranpac (warmup_fraction=0.375)",
+    "RanPAC": "ranpac (warmup_fraction=0.0)",
+}
+"""The warm-up section's names: the prototypes as `lifelong report` labels them beside the
+warmed runs (``results/real_budget/text`` and ``text_warm`` read together)."""
+
+
+def test_the_warm_up_section_is_the_report_of_the_committed_runs(load_script):
+    """The prototypes after SEQ*'s warm-up: warmed_prototypes.py's table, each paired row as
+    `lifelong report --compare` gives it, and the prose's scores and costs."""
+    import json
+
+    from lifelong.experiment.reports.stats import compare
+
+    warmed = load_script("text_classification/warmed_prototypes.py")
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- warm-table -->\n(.*?)<!-- /warm-table -->", page, re.S)
+    grid = {f"{n}_{o}_s0" for n in ("ncm", "ranpac", "seq", "seq-star") for o in ORDERS}
+    roots = {"none": RESULTS / "text", "0.375": RESULTS / "text_warm"}
+    assert block and block.group(1).strip() == warmed.table(roots, grid).strip()
+    runs = tuple(find_runs([RESULTS / "text", RESULTS / "text_warm"]))
+    (table,) = markdown_tables(RESULTS_PAGE, "| comparison after the warm-up (a − b) |")
+    label = {**DISPLAY, **WARM}
+    names = [[n.strip() for n in row[0].split(" − ")] for row in table[1:]]
+    shown = {label[n]: n for pair in names for n in pair}  # the page's name of each label
+    for row, (a, b) in zip(table[1:], ([label[n] for n in pair] for pair in names)):
+        (found,) = compare(runs, a, b, "average_accuracy", stream="text")
+        d = found.difference
+        assert numbers(row[1]) == [f"{v:.1f}" for v in (d.mean, d.low, d.high)], row[0]
+        assert int(row[2]) == d.n == 4, row[0]
+        verdict = found.verdict
+        for name in sorted(shown, key=len, reverse=True):  # the page's names in the verdict
+            verdict = verdict.replace(name, shown[name])
+        assert row[3] == verdict, f"{row[0]}: {row[3]!r}; the runs: {verdict!r}"
+    text = " ".join(page.split())
+
+    def metrics(folder: str, run: str) -> dict:
+        return json.loads((RESULTS / folder / run / "metrics.json").read_text())
+
+    def listed(values: list[float]) -> str:
+        shown = [f"{v:.1f}" for v in values]
+        return f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+    for name, page_name in (("ranpac", "RanPAC"), ("ncm", "NCM")):
+        warm = [metrics("text_warm", f"{name}_{o}_s0")["average_accuracy"] for o in ORDERS]
+        cold = [metrics("text", f"{name}_{o}_s0")["average_accuracy"] for o in ORDERS]
+        assert all(w > c for w, c in zip(warm, cold)), "the page: lifts both on every order"
+        against = listed(cold) if len({f"{c:.1f}" for c in cold}) > 1 else f"{cold[0]:.1f}"
+        assert (
+            f"{page_name}{' scores' if name == 'ranpac' else ''} {listed(warm)} against "
+            f"{against}" in text
+        )
+    extra = {
+        name: (
+            metrics("text_warm", f"{name}_i_s0")["total_flops"],
+            metrics("text", f"{name}_i_s0")["total_flops"],
+        )
+        for name in ("ncm", "ranpac")
+    }
+    added = {f"{(w - c) / 1e12:.1f}" for w, c in extra.values()}
+    assert added == {"3.1"} and "The warm-up adds 3.1 TFLOPs a run" in text
+    seq_star = summary_of(roots["none"], "seq-star", grid)
+    ncm_warm = summary_of(roots["0.375"], "ncm", grid)
+    assert (
+        f"SEQ\\*'s trained head scores {seq_star:.1f} over these four runs and the class means "
+        f"{ncm_warm:.1f}"
+    ) in text
+    (under,) = compare(runs, WARM["RanPAC (warm)"], "er", "average_accuracy", stream="text")
+    share = extra["ranpac"][0] / metrics("text", "er_i_s0")["total_flops"]
+    gap = -under.difference.mean  # paired, the four orders at seed 0
+    assert f"under `er` by {gap:.1f} points at {share:.0%} of its compute" in text
+
+
+def summary_of(root: Path, name: str, grid: set[str]) -> float:
+    """The mean average accuracy of ``name``'s runs of ``grid`` under ``root``."""
+    import json
+
+    values = [
+        json.loads((run / "metrics.json").read_text())["average_accuracy"]
+        for run in sorted(root.glob(f"{name}_*"))
+        if run.name in grid and run.name.rsplit("_", 2)[0] == name
+    ]
+    return sum(values) / len(values)
+
+
+FRONT_NAMES = {
+    "ncm (warmup_fraction=0.0)": "NCM",
+    "ncm (warmup_fraction=0.375)": "NCM after the warm-up",
+    "ranpac (warmup_fraction=0.0)": "RanPAC",
+    "ranpac (warmup_fraction=0.375)": "RanPAC after the warm-up",
+    "avalanche:replay": "Avalanche's Replay",
+    "er (memory_size=10000)": "`er` with 10,000 memories",
+    "er (memory_size=200)": "`er` with 200 memories",
+    "seq-star": "SEQ\\*",
+}
+
+
+def test_the_fronts_on_the_results_page_are_the_headline_figures():
+    """The results page lists each Pareto front of the README's figure, point by point."""
+    figure = pareto_table(find_runs(headline_figure_folders())).set_index("configuration")
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- fronts -->\n(.*?)<!-- /fronts -->", page, re.S)
+    assert block
+    text = " ".join(block.group(1).split())
+    for front, cost, unit in (
+        ("front_compute", "tflops", "TFLOPs"),
+        ("front_memory", "memory_mb", "MB"),
+    ):
+        on = figure[figure[front]].sort_values(cost)
+        digits = 1 if unit == "TFLOPs" else 2
+        points = [
+            f"{FRONT_NAMES[name]} ({row['mean']:.1f} at {row[cost]:.{digits}f} {unit})"
+            for name, row in on.iterrows()
+        ]
+        listed = f"{', '.join(points[:-1])} and {points[-1]}"
+        assert listed in text, f"{front}: the page should list {listed!r}"
