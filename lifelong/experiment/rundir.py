@@ -207,12 +207,15 @@ def distinguish_variants(records: Sequence[RunRecord]) -> list[RunRecord]:
 
 
 def option_defaults(strategy: str) -> dict[str, Any]:
-    """The defaults a registered strategy's options class declares (``{}`` if not registered)."""
+    """The defaults a registered strategy's options class declares.
+
+    ``{}`` where the strategy is not registered here, or its module does not import.
+    """
     from lifelong import registry
 
     try:
         cls = registry.options_class(strategy)
-    except registry.UnknownStrategyError:
+    except (registry.UnknownStrategyError, ImportError):
         return {}
     return {
         f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
