@@ -88,3 +88,15 @@ def test_links_to_the_guide_reach_the_page_that_holds_the_section():
     out = module._rewrite_links("[f](failure-behaviour.md#failure-behaviour)", ecosystem, anchors,
                                 first)  # fmt: skip
     assert out == "[f](failure-behaviour.md)"
+
+
+def test_no_link_text_runs_over_a_line_break():
+    """The site's hook rewrites links line by line: a link whose text is split over two lines
+    stays ``docs/guide/...`` on the site and breaks the strict build (`make docs`)."""
+    import re
+
+    split = re.compile(r"\[[^\]\n`]*\n[^\]`]*\]\(")
+    for page in (ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))):
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        found = [m.group(0).replace("\n", " ") for m in split.finditer(text)]
+        assert not found, f"{page.name}: link text over a line break: {found}"
