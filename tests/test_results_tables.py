@@ -45,6 +45,8 @@ DISPLAY = {
     "Avalanche Naive": "avalanche:naive",
     "Avalanche Replay": "avalanche:replay",
     "Avalanche EWC": "avalanche:ewc",
+    "Avalanche DER++": "avalanche:der",
+    "Avalanche LwF": "avalanche:lwf",
     "MTL": "mtl",
     "NCM": "ncm",
     "NCM (no training)": "ncm",
@@ -714,3 +716,66 @@ def test_the_fronts_on_the_results_page_are_the_headline_figures():
         ]
         listed = f"{', '.join(points[:-1])} and {points[-1]}"
         assert listed in text, f"{front}: the page should list {listed!r}"
+
+
+def test_the_der_and_lwf_paragraph_is_the_committed_runs():
+    """Avalanche's DER++ and LwF: each order's score, the pairs in prose, and what each costs
+    (rows forwarded, compute and memory), from the committed runs."""
+    import json
+
+    from lifelong.experiment.reports.stats import compare
+
+    text = " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
+
+    def metrics(run: str, folder: str = "text") -> dict:
+        return json.loads((RESULTS / folder / run / "metrics.json").read_text())
+
+    def listed(values: list[str]) -> str:
+        return f"{', '.join(values[:-1])} and {values[-1]}"
+
+    def signed(x: float) -> str:
+        return f"{x:+.1f}".replace("-", "−")
+
+    der = [metrics(f"avalanche-der_{o}_s0") for o in ORDERS]
+    lwf = [metrics(f"avalanche-lwf_{o}_s0") for o in ORDERS]
+    for name, runs in (("DER++", der), ("LwF", lwf)):
+        scores = listed([f"{m['average_accuracy']:.1f}" for m in runs])
+        assert f"scores {scores}" in text, name
+    budget = records("text")
+    gaps = {
+        b: compare(budget, a, b, stream="text")[0]
+        for a, b in (("avalanche:der", "avalanche:replay"), ("avalanche:lwf", "seq"))
+    }
+    gaps["avalanche:naive"] = compare(budget, "avalanche:lwf", "avalanche:naive", stream="text")[0]
+    assert f"level with Avalanche's Replay ({signed(gaps['avalanche:replay'].difference.mean)}" in (
+        text
+    )
+    assert f"level with SEQ ({signed(gaps['seq'].difference.mean)} points)" in text
+    assert f"Avalanche's Naive ({signed(gaps['avalanche:naive'].difference.mean)})" in text
+    assert all(g.verdict == "not resolved" for g in gaps.values())
+    both = tuple(find_runs([RESULTS / "text", RESULTS / "text_er200"]))
+    (found,) = compare(both, "avalanche:der", "er (memory_size=200)", stream="text")
+    d = found.difference
+    assert (
+        f"{signed(d.mean)} points, 95% CI [{signed(d.low)}, {signed(d.high)}] over the {d.n} "
+        f"pairs, {found.verdict}"
+    ) in text
+    replay = metrics("avalanche-replay_i_s1")["cost"]["train"]
+    train = der[0]["cost"]["train"]
+    assert (
+        f"{der[0]['total_flops'] / 1e12:.1f} TFLOPs a run, {train['forward_rows']:,} rows "
+        f"forwarded in training against Replay's {replay['forward_rows']:,} (measured at seed 1)"
+    ) in text
+    assert train["forward_rows"] - train["backward_rows"] == 10_000  # every stream row, once
+    logits = der[0]["memory_bytes"] - metrics("avalanche-replay_i_s1")["memory_bytes"]
+    assert logits == 200 * 33 * 4, "200 × 33 float32 logits beside Replay's patterns"
+    assert f"its buffer holds {der[0]['memory_bytes'] / 1e6:.2f} MB" in text
+    lwf_flops = lwf[0]["total_flops"] / 1e12
+    seq_tflops = pareto_table(budget).set_index("configuration").loc["seq", "tflops"]
+    assert (
+        f"{lwf_flops - seq_tflops:.1f} TFLOPs more than SEQ ({lwf_flops:.1f} against "
+        f"{seq_tflops:.1f}"
+    ) in text
+    extra = lwf[0]["cost"]["train"]["forward_rows"] - lwf[0]["cost"]["train"]["backward_rows"]
+    assert f"the last four datasets' {extra:,} rows" in text
+    assert f"and {lwf[0]['memory_bytes'] / 1e6:.2f} MB (the teacher" in text
