@@ -445,37 +445,56 @@ LABEL_SIZE = 7  # points: a configuration's label beside its marker
 
 
 def label_offsets(
-    at: np.ndarray, names: Sequence[str], dpi: float, size: float = LABEL_SIZE
-) -> list[tuple[float, float]]:
-    """Where each point's label goes (offset in points) so that no two labels overlap.
+    at: np.ndarray,
+    names: Sequence[str],
+    dpi: float,
+    size: float = LABEL_SIZE,
+    left_edge: float = -math.inf,
+) -> list[tuple[float, float, str]]:
+    """Where each point's label goes (offset in points, alignment) so that no two overlap.
 
     A label sits right of and above its point; the highest point is placed first, and a label
-    that would overlap one already placed moves a line down, then up, then two lines, and so
-    on, to the nearest free line. Text extents are estimated (0.6 em a character, 1.2 em a line).
+    that would overlap one already placed moves a line down or up, then to the left of its
+    point (not past ``left_edge``), then two lines away, and so on, to the nearest free place.
+    Text extents are estimated (0.6 em a character, 1.2 em a line).
 
     Args:
         at: Display coordinates of the points, shape (n, 2), in pixels.
         names: The n labels.
         dpi: The figure's dots per inch (pixels to points).
         size: The font size in points.
+        left_edge: Where the axes begin, in pixels: no label is put left of its point past it.
 
     Returns:
-        One (dx, dy) offset in points per label, in the order given.
+        One (dx, dy, horizontal alignment) per label, in the order given: ``"left"`` text
+        starts ``dx`` right of its point, ``"right"`` text ends ``-dx`` left of it.
 
     """
     points = np.asarray(at, dtype=float) * 72.0 / dpi  # (n, 2) in points
-    line = 1.2 * size
+    line, gap = 1.2 * size, 4.0
     placed: list[tuple[float, float, float, float]] = []  # x0, y0, x1, y1 in points
-    offsets: list[tuple[float, float]] = [(4.0, 3.0)] * len(names)
+    offsets: list[tuple[float, float, str]] = [(gap, 3.0, "left")] * len(names)
+    places = [
+        (step, side)
+        for steps in ((0, -1, 1), (-2, 2), (-3, 3))
+        for side in ("left", "right")
+        for step in steps
+    ]
+    edge = left_edge * 72.0 / dpi
     for i in sorted(range(len(names)), key=lambda k: -points[k, 1]):
-        x0, width = points[i, 0] + 4.0, 0.6 * size * len(names[i])
-        for step in (0, -1, 1, -2, 2, -3, 3, -4, 4):
+        width = 0.6 * size * len(names[i])
+        for step, side in places:
             y0 = points[i, 1] + 3.0 + step * line
+            x0 = points[i, 0] + gap if side == "left" else points[i, 0] - gap - width
             box = (x0, y0, x0 + width, y0 + line)
-            if not any(_overlap(box, other) for other in placed):
+            if x0 >= edge and not any(_overlap(box, other) for other in placed):
                 break
+        else:  # nowhere free: the usual place
+            step, side = 0, "left"
+            x0, y0 = points[i, 0] + gap, points[i, 1] + 3.0
+            box = (x0, y0, x0 + width, y0 + line)
         placed.append(box)
-        offsets[i] = (4.0, 3.0 + step * line)
+        offsets[i] = (gap if side == "left" else -gap, 3.0 + step * line, side)
     return offsets
 
 
@@ -519,10 +538,12 @@ def plot_pareto(table: pd.DataFrame, stream: str, path: str | Path, label: str) 
         ax.get_xlim(), ax.get_ylim()  # settle the autoscaled limits the transform reads
         names = list(known["configuration"])
         at = ax.transData.transform(np.column_stack([known[cost], known["mean"]]))  # (n, 2) px
-        for name, xy, offset in zip(
-            names, zip(known[cost], known["mean"]), label_offsets(at, names, figure.dpi)
-        ):
-            ax.annotate(name, xy, fontsize=LABEL_SIZE, xytext=offset, textcoords="offset points")
+        edge = ax.transAxes.transform((0.0, 0.0))[0]  # the axes' left side, px
+        offsets = label_offsets(at, names, figure.dpi, left_edge=edge)
+        for name, xy, (dx, dy, align) in zip(names, zip(known[cost], known["mean"]), offsets):
+            ax.annotate(
+                name, xy, fontsize=LABEL_SIZE, xytext=(dx, dy), textcoords="offset points", ha=align
+            )
         ax.set_xlabel(axis)
         ax.set_ylabel(f"{label} (mean, 95% CI)")
         ax.grid(alpha=0.3)

@@ -143,14 +143,27 @@ def test_the_report_writes_the_pareto_table_and_plot(tmp_path):
 
 
 def test_labels_at_nearby_points_do_not_overlap():
-    """Two strategies at one point (er and MTL at 2.56 MB and 68) get labels a line apart; a
-    label with nothing near keeps its place right of and above its point."""
-    at = np.array([[100.0, 200.0], [100.0, 199.0], [400.0, 50.0]])  # pixels at 72 dpi: points
-    names = ["mtl (joint: not continual)", "er", "ncm"]
+    """Three strategies at one point (MTL, er, er at 200): the second label goes a line down,
+    the third (a line up is MTL's) left of the point, or two lines down where the axes end
+    there; a label with nothing near keeps its place right of and above its point."""
+    at = np.array([[100.0, 200.0], [100.0, 199.0], [100.0, 198.0], [400.0, 50.0]])  # 72 dpi
+    names = ["mtl (joint: not continual)", "er", "er (memory_size=200)", "ncm"]
     offsets = label_offsets(at, names, dpi=72.0)
-    assert offsets[0] == (4.0, 3.0) and offsets[2] == (4.0, 3.0)  # the highest, and alone
     line = 1.2 * LABEL_SIZE
-    tops = [at[i, 1] + offsets[i][1] for i in (0, 1)]
-    assert abs(tops[0] - tops[1]) >= line, "er's label is a line away from MTL's"
-    assert offsets[1] == (4.0, 3.0 - line), "the nearest free line: one down"
-    assert label_offsets(at, names, dpi=144.0)[1] == (4.0, 3.0 - line)  # dpi-independent here
+    assert offsets[0] == (4.0, 3.0, "left") and offsets[3] == (4.0, 3.0, "left")
+    assert offsets[1] == (4.0, 3.0 - line, "left"), "a line down"
+    assert offsets[2] == (-4.0, 3.0, "right"), "left of the point, on its own line"
+    edged = label_offsets(at, names, dpi=72.0, left_edge=90.0)
+    assert edged[2] == (4.0, 3.0 - 2 * line, "left"), "not past the axes: two lines down"
+
+    def box(i: int, placed: list) -> tuple[float, float, float, float]:
+        dx, dy, align = placed[i]
+        width = 0.6 * LABEL_SIZE * len(names[i])
+        x0 = at[i, 0] + dx if align == "left" else at[i, 0] + dx - width
+        return x0, at[i, 1] + dy, x0 + width, at[i, 1] + dy + line
+
+    for placed in (offsets, edged):
+        for i in range(4):
+            for j in range(i):
+                a, b = box(i, placed), box(j, placed)
+                assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (i, j)
