@@ -779,3 +779,70 @@ def test_the_der_and_lwf_paragraph_is_the_committed_runs():
     extra = lwf[0]["cost"]["train"]["forward_rows"] - lwf[0]["cost"]["train"]["backward_rows"]
     assert f"the last four datasets' {extra:,} rows" in text
     assert f"and {lwf[0]['memory_bytes'] / 1e6:.2f} MB (the teacher" in text
+
+
+def test_the_replay_rate_table_is_the_scripts_report_of_the_committed_runs(load_script):
+    """The replay-rate ablation: replay_rate.py's table of the committed runs, row by row, and
+    each order's score at each rate as the prose lists them, and the paired gaps to SEQ."""
+    import json
+
+    from lifelong.experiment.reports.stats import compare
+
+    replay_rate = load_script("text_classification/replay_rate.py")
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    table = [line for line in replay_rate_output(replay_rate).splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 8, "two strategies at four rates"
+    for line in table:
+        assert line in page, f"{RESULTS_PAGE.name}: no replay-rate row {line!r}"
+    text = " ".join(page.split())
+
+    def score(folder: str, run: str) -> str:
+        path = RESULTS / folder / run / "metrics.json"
+        return f"{json.loads(path.read_text())['average_accuracy']:.1f}"
+
+    def folder(ratio: str) -> str:  # the budget's own rate is the budget's runs
+        return "text" if ratio == "0.1" else f"replay_rate_{ratio}"
+
+    ratios = ("0.025", "0.05", "0.1", "0.2")
+    for name, label in (("replay", "REPLAY reads "), ("mbpa++", "MbPA++ ")):
+        rows = [" / ".join(score(folder(r), f"{name}_{o}_s0") for o in ORDERS) for r in ratios]
+        if name == "replay":
+            percents = ("2.5%", "5%", "10%", "20%")
+            listed = ", ".join(f"{row} at {p}" for row, p in zip(rows[:-1], percents))
+            assert f"{label}{listed} and {rows[-1]} at 20%" in text
+        else:
+            assert f"{label}{', '.join(rows[:-1])} and {rows[-1]}." in text
+    folders = [RESULTS / folder(r) for r in ratios]
+    ablation = [r for r in find_runs(folders) if r.seed == 0]  # the ablation's seed
+
+    def against_seq(name: str) -> list[str]:
+        gaps = []
+        for ratio in ratios:
+            (found,) = compare(ablation, f"{name} (replay_ratio={ratio})", "seq", stream="text")
+            d = found.difference
+            assert d.n == 4 and found.verdict.endswith("> seq"), (name, ratio)
+            gaps.append(" ".join(f"{v:+.1f}" for v in (d.mean, d.low, d.high)))
+        return [g.replace("-", "−") for g in gaps]
+
+    def shown(gap: str) -> str:
+        mean, low, high = gap.split()
+        return f"{mean} [{low}, {high}]"
+
+    replay = [shown(g) for g in against_seq("replay")]
+    assert (
+        f"REPLAY − SEQ is {replay[0]} at 2.5%, {replay[1]} at 5%, {replay[2]} at 10% and "
+        f"{replay[3]} at 20%"
+    ) in text
+    mbpa = [shown(g) for g in against_seq("mbpa++")]
+    assert f"MbPA++ − SEQ is {', '.join(mbpa[:-1])} and {mbpa[-1]}." in text
+
+
+def replay_rate_output(module) -> str:
+    """What ``replay_rate.py --collected results/real_budget`` prints for the four orders."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        module.main(["--collected", str(RESULTS), "--orders", ",".join(ORDERS)])
+    return out.getvalue()
