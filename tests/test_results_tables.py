@@ -836,6 +836,25 @@ def test_the_replay_rate_table_is_the_scripts_report_of_the_committed_runs(load_
     mbpa = [shown(g) for g in against_seq("mbpa++")]
     assert f"MbPA++ − SEQ is {', '.join(mbpa[:-1])} and {mbpa[-1]}." in text
 
+    def step(a: str, b: str, name: str = "mbpa++", other: str | None = None) -> str:
+        """The paired gap ``name`` at rate a − ``other or name`` at rate b, as the page shows."""
+        a_label, b_label = f"{name} (replay_ratio={a})", f"{other or name} (replay_ratio={b})"
+        (found,) = compare(ablation, a_label, b_label, stream="text")
+        d = found.difference
+        return shown(" ".join(f"{v:+.1f}" for v in (d.mean, d.low, d.high)).replace("-", "−"))
+
+    assert f"(20% − 2.5%: {step('0.2', '0.025', 'replay')};" in text
+    assert (
+        f"(5% − 2.5% {step('0.05', '0.025')}, 10% − 5% {step('0.1', '0.05')}, 20% − 10% "
+        f"{step('0.2', '0.1')}; 10% − 2.5% {step('0.1', '0.025')})"
+    ) in text
+    assert f"the whole range, 20% − 2.5%, is {step('0.2', '0.025')}:" in text
+    margins = [step(r, r, "mbpa++", "replay") for r in ratios]
+    assert (
+        f"MbPA++'s margin over REPLAY**: {margins[0]} at 2.5%, {margins[1]} at 5%, {margins[2]} "
+        f"at 10% and {margins[3]} at 20%"
+    ) in text
+
 
 def replay_rate_output(module) -> str:
     """What ``replay_rate.py --collected results/real_budget`` prints for the four orders."""
