@@ -865,3 +865,42 @@ def replay_rate_output(module) -> str:
     with contextlib.redirect_stdout(out):
         module.main(["--collected", str(RESULTS), "--orders", ",".join(ORDERS)])
     return out.getvalue()
+
+
+def test_the_seq_star_paragraph_is_the_committed_runs():
+    """SEQ*'s paragraph: each order's score at both seeds, its mean and interval, and its paired
+    differences with SEQ and REPLAY."""
+    import json
+
+    from lifelong.experiment.reports.stats import compare
+
+    text = " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
+
+    def scores(seed: int) -> str:
+        values = [
+            json.loads((RESULTS / "text" / f"seq-star_{o}_s{seed}" / "metrics.json").read_text())
+            for o in ORDERS
+        ]
+        return " / ".join(f"{m['average_accuracy']:.1f}" for m in values)
+
+    assert f"seed 0 {scores(0)}, seed 1 (" in text
+    assert f"minutes a run at one thread) {scores(1)}, mean " in text
+    mean, low, high = expected("text", "seq-star", "average_accuracy")
+    seq = expected("text", "seq", "average_accuracy")[0]
+    assert f"mean {mean} [{low}, {high}] against SEQ's {seq};" in text
+
+    def signed(x: float) -> str:
+        return f"{x:+.1f}".replace("-", "−")
+
+    runs = records("text")
+    (over_seq,) = compare(runs, "seq-star", "seq", stream="text")
+    d = over_seq.difference
+    assert (
+        f"SEQ\\* − SEQ = {signed(d.mean)}, 95% CI [{signed(d.low)}, {signed(d.high)}] over the "
+        f"{d.n} pairs, {over_seq.verdict}"
+    ) in text
+    (replay,) = compare(runs, "replay", "seq-star", stream="text")
+    d = replay.difference
+    assert d.n == 8 and replay.verdict == "replay > seq-star"
+    interval = f"95% CI [{signed(d.low)}, {signed(d.high)}]"
+    assert f"REPLAY − SEQ\\* = {signed(d.mean)}, {interval} over the eight pairs" in text
