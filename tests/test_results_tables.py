@@ -790,7 +790,13 @@ def test_the_replay_rate_table_is_the_scripts_report_of_the_committed_runs(load_
 
     replay_rate = load_script("text_classification/replay_rate.py")
     page = RESULTS_PAGE.read_text(encoding="utf-8")
-    table = [line for line in replay_rate_output(replay_rate).splitlines() if line.startswith("|")]
+    table = [
+        line
+        for line in io_of(
+            replay_rate.main, ["--collected", str(RESULTS), "--orders", ",".join(ORDERS)]
+        ).splitlines()
+        if line.startswith("|")
+    ]
     assert len(table) == 2 + 8, "two strategies at four rates"
     for line in table:
         assert line in page, f"{RESULTS_PAGE.name}: no replay-rate row {line!r}"
@@ -856,17 +862,6 @@ def test_the_replay_rate_table_is_the_scripts_report_of_the_committed_runs(load_
     ) in text
 
 
-def replay_rate_output(module) -> str:
-    """What ``replay_rate.py --collected results/real_budget`` prints for the four orders."""
-    import contextlib
-    import io
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        module.main(["--collected", str(RESULTS), "--orders", ",".join(ORDERS)])
-    return out.getvalue()
-
-
 def test_the_seq_star_paragraph_is_the_committed_runs():
     """SEQ*'s paragraph: each order's score at both seeds, its mean and interval, and its paired
     differences with SEQ and REPLAY."""
@@ -904,3 +899,56 @@ def test_the_seq_star_paragraph_is_the_committed_runs():
     assert d.n == 8 and replay.verdict == "replay > seq-star"
     interval = f"95% CI [{signed(d.low)}, {signed(d.high)}]"
     assert f"REPLAY − SEQ\\* = {signed(d.mean)}, {interval} over the eight pairs" in text
+
+
+def test_replay_at_half_and_all_of_the_stream_is_the_scripts_report(load_script):
+    """REPLAY at 50% and 100% of the stream: replay_rate.py's table of the committed runs, each
+    order's score, and the paired differences the paragraph states."""
+    import json
+
+    from lifelong.experiment.reports.stats import compare
+
+    replay_rate = load_script("text_classification/replay_rate.py")
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- dense-replay-rate -->\n(.*?)<!-- /dense-replay-rate -->", page, re.S)
+    assert block, "the results page carries REPLAY at 50% and 100%"
+    out = io_of(
+        replay_rate.main,
+        ["--collected", str(RESULTS), "--ratios", "0.1,0.5,1.0", "--strategies", "replay"]
+        + ["--orders", ",".join(ORDERS)],
+    )
+    assert block.group(1).strip() == out[out.index("| strategy") :].strip()
+    text = " ".join(page.split())
+    half = [
+        json.loads((RESULTS / "replay_rate_0.5" / f"replay_{o}_s0" / "metrics.json").read_text())
+        for o in ORDERS
+    ]
+    listed = [f"{m['average_accuracy']:.1f}" for m in half]
+    assert f"At 50% REPLAY scores {', '.join(listed[:-1])} and {listed[-1]}" in text
+    runs = tuple(find_runs([RESULTS / "text", RESULTS / "replay_rate_0.5"]))
+    half_label = "replay (replay_ratio=0.5)"
+
+    def signed(x: float) -> str:
+        return f"{x:+.1f}".replace("-", "−")
+
+    for b in ("replay (replay_ratio=0.1)", "er", "avalanche:replay", "mbpa++"):
+        (found,) = compare(runs, half_label, b, stream="text")
+        d = found.difference
+        stated = f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]"
+        assert f"{stated} ({found.verdict}" in text, (b, stated, found.verdict)
+    assert f"{half[0]['total_flops'] / 1e12:.1f} TFLOPs a run" in text
+    rows = {m["cost"]["train"]["forward_rows"] for m in half}
+    (forwarded,) = rows  # the same schedule on every order
+    replayed = forwarded - 10_000  # the stream's 5 x 2,000 rows
+    assert f"({forwarded:,} training rows: the stream's 10,000 and {replayed:,} replayed)" in text
+
+
+def io_of(function, argv: list[str]) -> str:
+    """What ``function(argv)`` prints."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        function(argv)
+    return out.getvalue()
