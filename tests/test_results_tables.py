@@ -18,7 +18,7 @@ import pytest
 
 from lifelong.experiment.reports.claims import Judgement, claims, judge
 from lifelong.experiment.reports.costs import pareto_table
-from lifelong.experiment.reports.stats import summary_table
+from lifelong.experiment.reports.stats import compare, summary_table
 from lifelong.experiment.reports.tables import DEFAULT_METRICS, METRIC_LABELS
 from lifelong.experiment.rundir import find_runs
 from lifelong.mechanisms.scopes import check_scope
@@ -59,6 +59,12 @@ DISPLAY = {
 
 ORDERS = ("i", "ii", "iii", "iv")
 """The paper orders, in order."""
+
+
+def signed(x: float) -> str:
+    """A difference as the pages print it: one decimal, its sign, a true minus."""
+    return f"{x:+.1f}".replace("-", "−")
+
 
 COSTS = ("tflops", "memory_mb", "minutes")
 """The cost columns: compute (measured or derived), memory held and wall minutes per run."""
@@ -289,8 +295,6 @@ def records(where: str) -> tuple:
 def test_every_comparison_table_is_the_paired_report_of_the_committed_runs():
     """Rows ``A − B``: the mean paired difference (a − b) and its 95% interval, the pairs and
     the verdict, as `lifelong report --compare a,b` gives them on the committed text runs."""
-    from lifelong.experiment.reports.stats import compare
-
     tables = markdown_tables(RESULTS_PAGE, COMPARISON_HEADER)
     assert tables, "the results page has a comparison table"
     for table in tables:
@@ -384,13 +388,8 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     10,000 and at M = 200, RanPAC against NCM) and each run's score, from the committed runs."""
     import json
 
-    from lifelong.experiment.reports.stats import compare
-
     page = RESULTS_PAGE.read_text(encoding="utf-8")
     text = " ".join(page.split("### What wins at a budget")[1].split("### The headline")[0].split())
-
-    def signed(x: float) -> str:
-        return f"{x:+.1f}".replace("-", "−")
 
     def paired(a: str, b: str) -> str:  # the budget's runs and the M = 200 ones, as labelled
         (found,) = compare(both, a, b, stream="text")
@@ -551,8 +550,6 @@ def test_the_fewrel_er_statement_is_the_committed_runs():
     that order, and its paired differences as `lifelong report --compare` gives them."""
     import json
 
-    from lifelong.experiment.reports.stats import compare
-
     text = " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
     pooled: dict[str, dict[str, float]] = {}
     for run in sorted((RESULTS / "fewrel").glob("*_s0")):
@@ -568,9 +565,6 @@ def test_the_fewrel_er_statement_is_the_committed_runs():
     under = [o for o in orders if er[o] < mtl[o]]
     assert under == ["3"], "the page says er is under MTL on order 3 only"
     assert f"order 3 ({er['3']:.1f} against {mtl['3']:.1f})" in text
-
-    def signed(x: float) -> str:
-        return f"{x:+.1f}".replace("-", "−")
 
     runs = records("fewrel")
     found = {
@@ -611,8 +605,6 @@ def test_the_warm_up_section_is_the_report_of_the_committed_runs(load_script):
     """The prototypes after SEQ*'s warm-up: warmed_prototypes.py's table, each paired row as
     `lifelong report --compare` gives it, and the prose's scores and costs."""
     import json
-
-    from lifelong.experiment.reports.stats import compare
 
     warmed = load_script("text_classification/warmed_prototypes.py")
     page = RESULTS_PAGE.read_text(encoding="utf-8")
@@ -723,8 +715,6 @@ def test_the_der_and_lwf_paragraph_is_the_committed_runs():
     (rows forwarded, compute and memory), from the committed runs."""
     import json
 
-    from lifelong.experiment.reports.stats import compare
-
     text = " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
 
     def metrics(run: str, folder: str = "text") -> dict:
@@ -732,9 +722,6 @@ def test_the_der_and_lwf_paragraph_is_the_committed_runs():
 
     def listed(values: list[str]) -> str:
         return f"{', '.join(values[:-1])} and {values[-1]}"
-
-    def signed(x: float) -> str:
-        return f"{x:+.1f}".replace("-", "−")
 
     der = [metrics(f"avalanche-der_{o}_s0") for o in ORDERS]
     lwf = [metrics(f"avalanche-lwf_{o}_s0") for o in ORDERS]
@@ -785,8 +772,6 @@ def test_the_replay_rate_table_is_the_scripts_report_of_the_committed_runs(load_
     """The replay-rate ablation: replay_rate.py's table of the committed runs, row by row, and
     each order's score at each rate as the prose lists them, and the paired gaps to SEQ."""
     import json
-
-    from lifelong.experiment.reports.stats import compare
 
     replay_rate = load_script("text_classification/replay_rate.py")
     page = RESULTS_PAGE.read_text(encoding="utf-8")
@@ -867,8 +852,6 @@ def test_the_seq_star_paragraph_is_the_committed_runs():
     differences with SEQ and REPLAY."""
     import json
 
-    from lifelong.experiment.reports.stats import compare
-
     text = " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
 
     def scores(seed: int) -> str:
@@ -883,9 +866,6 @@ def test_the_seq_star_paragraph_is_the_committed_runs():
     mean, low, high = expected("text", "seq-star", "average_accuracy")
     seq = expected("text", "seq", "average_accuracy")[0]
     assert f"mean {mean} [{low}, {high}] against SEQ's {seq};" in text
-
-    def signed(x: float) -> str:
-        return f"{x:+.1f}".replace("-", "−")
 
     runs = records("text")
     (over_seq,) = compare(runs, "seq-star", "seq", stream="text")
@@ -906,8 +886,6 @@ def test_replay_at_half_and_all_of_the_stream_is_the_scripts_report(load_script)
     order's score, and the paired differences the paragraph states."""
     import json
 
-    from lifelong.experiment.reports.stats import compare
-
     replay_rate = load_script("text_classification/replay_rate.py")
     page = RESULTS_PAGE.read_text(encoding="utf-8")
     block = re.search(r"<!-- dense-replay-rate -->\n(.*?)<!-- /dense-replay-rate -->", page, re.S)
@@ -927,9 +905,6 @@ def test_replay_at_half_and_all_of_the_stream_is_the_scripts_report(load_script)
     assert f"At 50% REPLAY scores {', '.join(listed[:-1])} and {listed[-1]}" in text
     runs = tuple(find_runs([RESULTS / "text", RESULTS / "replay_rate_0.5"]))
     half_label = "replay (replay_ratio=0.5)"
-
-    def signed(x: float) -> str:
-        return f"{x:+.1f}".replace("-", "−")
 
     for b in ("replay (replay_ratio=0.1)", "er", "avalanche:replay", "mbpa++"):
         (found,) = compare(runs, half_label, b, stream="text")
