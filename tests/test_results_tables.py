@@ -66,6 +66,18 @@ def signed(x: float) -> str:
     return f"{x:+.1f}".replace("-", "−")
 
 
+def stated_interval(d) -> str:
+    """A paired difference's interval as the prose states it: ``95% CI [low, high]``."""
+    return f"95% CI [{signed(d.low)}, {signed(d.high)}]"
+
+
+def paired_statement(found) -> str:
+    """A `compare` result as the prose states it: ``+x points, 95% CI [..] over the n pairs,
+    verdict``."""
+    d = found.difference
+    return f"{signed(d.mean)} points, {stated_interval(d)} over the {d.n} pairs, {found.verdict}"
+
+
 COSTS = ("tflops", "memory_mb", "minutes")
 """The cost columns: compute (measured or derived), memory held and wall minutes per run."""
 
@@ -392,10 +404,7 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     text = " ".join(page.split("### What wins at a budget")[1].split("### The headline")[0].split())
 
     def paired(a: str, b: str) -> str:  # the budget's runs and the M = 200 ones, as labelled
-        (found,) = compare(both, a, b, stream="text")
-        d = found.difference
-        interval = f"95% CI [{signed(d.low)}, {signed(d.high)}] over the {d.n} pairs"
-        return f"{signed(d.mean)} points, {interval}, {found.verdict}"
+        return paired_statement(compare(both, a, b, stream="text")[0])
 
     both = tuple(find_runs([RESULTS / "text", RESULTS / "text_er200"]))
     er200, er10k = "er (memory_size=200)", "er (memory_size=10000)"
@@ -497,8 +506,7 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
         f"above NCM by {gaps['ncm'].mean:.1f}"
     ) in text
     d = gaps["er"]
-    interval = f"95% CI [{signed(d.low)}, {signed(d.high)}]"
-    assert f"--compare ranpac,er`: {signed(d.mean)} points, {interval}" in text
+    assert f"--compare ranpac,er`: {signed(d.mean)} points, {stated_interval(d)}" in text
     primal = RESULTS / "text_ranpac_primal" / "ranpac_i_s0"  # λ searched in the M x M form
     rerun = RESULTS / "text" / "ranpac_i_s0"
     assert (primal / "accuracy.csv").read_text() == (rerun / "accuracy.csv").read_text()
@@ -742,11 +750,7 @@ def test_the_der_and_lwf_paragraph_is_the_committed_runs():
     assert all(g.verdict == "not resolved" for g in gaps.values())
     both = tuple(find_runs([RESULTS / "text", RESULTS / "text_er200"]))
     (found,) = compare(both, "avalanche:der", "er (memory_size=200)", stream="text")
-    d = found.difference
-    assert (
-        f"{signed(d.mean)} points, 95% CI [{signed(d.low)}, {signed(d.high)}] over the {d.n} "
-        f"pairs, {found.verdict}"
-    ) in text
+    assert paired_statement(found) in text
     replay = metrics("avalanche-replay_i_s1")["cost"]["train"]
     train = der[0]["cost"]["train"]
     assert (
@@ -870,15 +874,12 @@ def test_the_seq_star_paragraph_is_the_committed_runs():
     runs = records("text")
     (over_seq,) = compare(runs, "seq-star", "seq", stream="text")
     d = over_seq.difference
-    assert (
-        f"SEQ\\* − SEQ = {signed(d.mean)}, 95% CI [{signed(d.low)}, {signed(d.high)}] over the "
-        f"{d.n} pairs, {over_seq.verdict}"
-    ) in text
+    stated = f"{stated_interval(d)} over the {d.n} pairs, {over_seq.verdict}"
+    assert f"SEQ\\* − SEQ = {signed(d.mean)}, {stated}" in text
     (replay,) = compare(runs, "replay", "seq-star", stream="text")
     d = replay.difference
     assert d.n == 8 and replay.verdict == "replay > seq-star"
-    interval = f"95% CI [{signed(d.low)}, {signed(d.high)}]"
-    assert f"REPLAY − SEQ\\* = {signed(d.mean)}, {interval} over the eight pairs" in text
+    assert f"REPLAY − SEQ\\* = {signed(d.mean)}, {stated_interval(d)} over the eight pairs" in text
 
 
 def test_replay_at_half_and_all_of_the_stream_is_the_scripts_report(load_script):
