@@ -1,0 +1,287 @@
+"""The results page's prose says what the committed runs say.
+
+tests/test_results_tables.py checks the page's tables and the "What wins at a budget" prose; this
+module checks the paragraphs around them that quote single runs, per-order scores, seed
+agreement and paired differences, building each quoted string from the runs under
+`results/real_budget/` (their `metrics.json`) or from `lifelong report --compare` on them. A
+number typed by hand, or left behind when runs are added, fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from lifelong.experiment.reports.stats import t_interval
+from lifelong.experiment.rundir import find_runs
+from tests.test_results_tables import (
+    ORDERS,
+    RESULTS,
+    RESULTS_PAGE,
+    compare,
+    expected,
+    records,
+    signed,
+)
+
+SEED_ONE_NAMES = {
+    "SEQ": "seq",
+    "SEQ\\*": "seq-star",
+    "REPLAY": "replay",
+    "MbPA++": "mbpa++",
+    "OML-ER": "oml-er",
+    "Meta-MbPA": "meta-mbpa",
+    "RanPAC": "ranpac",
+    "`er`": "er",
+    "MTL": "mtl",
+    "Avalanche's Replay": "avalanche-replay",
+}
+"""How the per-order paragraph names the strategies it lists at seed 1 (run-folder prefixes)."""
+
+
+def page() -> str:
+    """The results page with its line breaks read as spaces."""
+    return " ".join(RESULTS_PAGE.read_text(encoding="utf-8").split())
+
+
+def between(start: str, end: str) -> str:
+    text = page()
+    first = text.index(start)
+    return text[first : text.index(end, first)]
+
+
+@cache
+def metrics(run: str, folder: str = "text") -> dict:
+    return json.loads((RESULTS / folder / run / "metrics.json").read_text(encoding="utf-8"))
+
+
+def value(prefix: str, order: str, seed: int, key: str = "average_accuracy", folder="text"):
+    return metrics(f"{prefix}_{order}_s{seed}", folder)[key]
+
+
+def one(x: float) -> str:
+    """A number as the prose prints it: one decimal, a true minus."""
+    return f"{x:.1f}".replace("-", "−")
+
+
+def by_order(prefix: str, seed: int, key: str = "average_accuracy") -> str:
+    """A strategy's four orders, ``i / ii / iii / iv``; a BWT with its sign."""
+    shown = signed if key == "bwt" else one
+    return " / ".join(shown(value(prefix, o, seed, key)) for o in ORDERS)
+
+
+def minutes(prefix: str, seed: int, orders=ORDERS) -> list[int]:
+    return [round(value(prefix, o, seed, "seconds") / 60) for o in orders]
+
+
+def pair(a: str, b: str, stream: str = "text", metric: str = "average_accuracy") -> str:
+    """``+x, [low, high]``: `lifelong report --compare a,b` on the committed runs."""
+    (found,) = compare(records(stream), a, b, metric, stream=stream)
+    d = found.difference
+    return f"{signed(d.mean)}, [{signed(d.low)}, {signed(d.high)}]"
+
+
+def verdict(a: str, b: str, stream: str = "text", metric: str = "average_accuracy") -> str:
+    (found,) = compare(records(stream), a, b, metric, stream=stream)
+    return found.verdict
+
+
+def seed_gap(prefix: str) -> float:
+    """The largest difference between a strategy's two seeds on one order."""
+    return max(abs(value(prefix, o, 1) - value(prefix, o, 0)) for o in ORDERS)
+
+
+def test_the_per_order_paragraph_lists_every_strategy_run_at_seed_one():
+    text = page()
+    listed = between("Mean over the runs (the four orders at seed 0; ", " at seed 1 too)")
+    names = listed.removeprefix("Mean over the runs (the four orders at seed 0; ")
+    shown = {n.strip() for part in names.split(" and ") for n in part.split(",")}
+    committed = {p.name.rsplit("_", 2)[0] for p in (RESULTS / "text").glob("*_s1")}
+    assert {SEED_ONE_NAMES[n] for n in shown} == committed, (shown, committed)
+    assert " at seed 1 too)" in text
+
+
+def test_the_per_order_scores_are_the_committed_runs():
+    """Each order at seed 0 (seed 1), Meta-MbPA's BWT, memory and minutes, Avalanche's rows."""
+    text = between("Average accuracy per order, i / ii / iii / iv", "so read them as a rough cost")
+    for name in ("SEQ", "REPLAY", "MbPA++", "OML-ER", "MTL", "Meta-MbPA"):
+        prefix = SEED_ONE_NAMES[name]
+        both = " / ".join(
+            f"{one(value(prefix, o, 0))} ({one(value(prefix, o, 1))})" for o in ORDERS
+        )
+        assert f"{name} {both}" in text, name
+
+    meta, mbpa = "meta-mbpa", "mbpa++"
+    for seed in (0, 1):  # leads on ii and iii, trails on i and iv
+        ahead = [value(meta, o, seed) > value(mbpa, o, seed) for o in ORDERS]
+        assert ahead == [False, True, True, False], seed
+    assert f"on order i by only {one(value(mbpa, 'i', 1) - value(meta, 'i', 1))}" in text
+    memory = [value(meta, o, 1, "memory_examples") for o in ORDERS]
+    held = ", ".join(f"{m:,}" for m in memory[:-1]) + f" and {memory[-1]:,}"
+    took = minutes(meta, 1)
+    assert (
+        f"seed 1's BWT {by_order(meta, 1, 'bwt')} with {held} examples in memory, "
+        f"{', '.join(map(str, took[:-1]))} and {took[-1]} minutes a run"
+    ) in text
+    memory = [value(meta, o, 0, "memory_examples") for o in ORDERS]
+    assert (
+        f"seed 0's BWT {by_order(meta, 0, 'bwt')} with {min(memory):,}–{max(memory):,} examples"
+    ) in text
+    took = minutes(meta, 0, ("iii", "iv"))  # the page's headline section says it again
+    assert f"Meta-MbPA's seed-0 orders iii and iv, {took[0]} and {took[1]} minutes" in page()
+    assert f"orders iii and iv took {took[0]} and {took[1]} minutes" in text
+
+    naive, seq = by_order("avalanche-naive", 0), by_order("seq", 0)
+    assert f"Avalanche's Naive {naive} (our SEQ {seq} there: within 2 points on every order" in text
+    assert all(abs(value("avalanche-naive", o, 0) - value("seq", o, 0)) < 2 for o in ORDERS)
+    assert verdict("avalanche:naive", "seq") == "not resolved"
+    assert f"Naive − SEQ {pair('avalanche:naive', 'seq')} over the four, not resolved" in text
+
+    ava = "avalanche-replay"
+    took = minutes(ava, 0) + minutes(ava, 1)
+    assert f"Avalanche's Replay {by_order(ava, 0)} (BWT {by_order(ava, 0, 'bwt')} with 200" in text
+    assert f"{min(took[:4])}–{max(took[:4])} minutes a run" in text
+    assert (
+        f"{min(took[4:])}–{max(took[4:])} minutes a run, costs measured: {by_order(ava, 1)}, "
+        f"BWT {by_order(ava, 1, 'bwt')}, within {seed_gap(ava):.1f} points of seed 0"
+    ) in text
+    over, under = (pair("avalanche:replay", b).replace(", [", " [") for b in ("replay", "mtl"))
+    assert f"{over} over our REPLAY and {under} under MTL" in text
+
+    small = max(seed_gap("seq"), seed_gap("replay"))
+    large = max(seed_gap("mbpa++"), seed_gap("oml-er"))
+    assert (
+        f"agree within {small:.1f} points for SEQ and REPLAY and within {round(large)} for" in text
+    )
+
+
+def test_the_headline_in_full_states_the_committed_runs():
+    """ "The headline in full": seed agreement, MbPA++ (top1), and every paired difference."""
+    text = between("### The headline in full", "### The papers' orderings, judged")
+
+    six = ("SEQ", "SEQ\\*", "REPLAY", "MbPA++", "OML-ER", "MTL")
+    gaps = [seed_gap(SEED_ONE_NAMES[n]) for n in six]
+    assert f"within {min(gaps):.1f}–{max(gaps):.1f} points of seed 0 on every order" in text
+    meta = [abs(value("meta-mbpa", o, 1) - value("meta-mbpa", o, 0)) for o in ORDERS]
+    assert f"{min(meta):.1f}–{max(meta):.1f} points of seed 0 on every order" in text
+
+    top1 = [one(value("mbpa++", o, 0, folder="text_top1")) for o in ORDERS]
+    head = [one(value("mbpa++", o, 0)) for o in ORDERS]
+    assert f"{', '.join(top1[:-1])} and {top1[-1]} against the head's" in text
+    assert f"the head's {', '.join(head[:-1])} and {head[-1]} on those orders" in text
+    both = [r for r in find_runs([RESULTS / "text", RESULTS / "text_top1"]) if r.seed == 0]
+    scopes = ("mbpa++ (adapt_scope=top1)", "mbpa++ (adapt_scope=head)")
+    (found,) = compare(both, *scopes, stream="text")
+    d = found.difference
+    assert found.verdict == "not resolved"
+    assert f"(paired {signed(d.mean)}, [{signed(d.low)}, {signed(d.high)}]: not resolved)" in text
+    took = [round(value("mbpa++", o, 0, "seconds", "text_top1") / 60) for o in ORDERS]
+    assert f"{min(took)}–{max(took)} minutes a run" in text
+
+    bold = pair("replay", "seq").split(", ", 1)
+    assert f"REPLAY − SEQ = **{bold[0]} points, 95% CI {bold[1]}** over the 8 paired runs" in text
+    assert f"MbPA++ − SEQ = **{pair('mbpa++', 'seq')}** over the 8 paired runs" in text
+    stated = {
+        "SEQ\\* too (": ("replay", "seq-star", "replay > seq-star"),
+        "MbPA++ − REPLAY (": ("mbpa++", "replay", "not resolved"),
+        "OML-ER beats SEQ (": ("oml-er", "seq", "oml-er > seq"),
+        "it stays below REPLAY (": ("oml-er", "replay", "oml-er < replay"),
+        ") and MbPA++ (": ("oml-er", "mbpa++", "oml-er < mbpa++"),
+        "A-GEM is barely above SEQ (": ("agem", "seq", "agem > seq"),
+        "A-GEM > REPLAY is reversed here (": ("agem", "replay", "agem < replay"),
+        "(MbPA − SEQ ": ("mbpa", "seq", "mbpa > seq"),
+        "; MbPA++ − MbPA ": ("mbpa++", "mbpa", "mbpa++ > mbpa"),
+        "(MTL − REPLAY ": ("mtl", "replay", "mtl > replay"),
+    }
+    for before, (a, b, judged) in stated.items():
+        assert f"{before}{pair(a, b)}" in text, (before, pair(a, b))
+        assert verdict(a, b) == judged, (a, b)
+    rand = compare(records("text"), "mbpa++", "mbpa++-rand", stream="text")[0].difference
+    assert f"loses {rand.mean:.1f} ([{signed(rand.low)}, {signed(rand.high)}])" in text
+
+    fewrel = {
+        "REPLAY − SEQ = **": ("replay", "seq", "replay > seq"),
+        "REPLAY − A-GEM = ": ("replay", "agem", "replay > agem"),
+        "MTL − REPLAY = ": ("mtl", "replay", "mtl > replay"),
+        "beats SEQ (": ("oml-er", "seq", "oml-er > seq"),
+        "level with REPLAY (": ("oml-er", "replay", "not resolved"),
+        "as Holla et al. find (": ("oml-er", "anml-er", "not resolved"),
+        "and level with MTL (": ("er", "mtl", "not resolved"),
+    }
+    pooled = "pooled_accuracy"
+    for before, (a, b, judged) in fewrel.items():
+        shown = pair(a, b, "fewrel", pooled)
+        bold = "**" if before.endswith("**") else ""
+        assert f"{before}{shown}{bold}" in text, (before, shown)
+        assert verdict(a, b, "fewrel", pooled) == judged, (a, b)
+
+    def cell(name: str, metric: str = pooled) -> str:
+        mean, *bounds = expected("fewrel", name, metric)
+        return f"{mean} [{', '.join(bounds)}]" if bounds else mean
+
+    assert f"REPLAY reaches {cell('replay')} against SEQ's {cell('seq')}:" in text
+    assert f"MTL {cell('mtl')} and MTL − REPLAY" in text
+    assert f"OML-ER ({cell('oml-er')}) beats SEQ" in text
+    assert f"ANML-ER ({cell('anml-er')}) is level with OML-ER" in text
+    assert f"forgets little too ({expected('fewrel', 'anml-er', 'forgetting')[0]})" in text
+    assert f"MbPA++ gains little there ({expected('fewrel', 'mbpa++', pooled)[0]})" in text
+    assert f"is above them all, {cell('er')}, and level with MTL" in text
+
+
+RATES = ("0.025", "0.05", "0.1", "0.2")
+"""The replay-rate ablation's rates (seed 0, the four orders; 10% is the budget's own runs)."""
+
+
+def at_rate(prefix: str, order: str, rate: str, key: str = "average_accuracy") -> float:
+    return value(prefix, order, 0, key, "text" if rate == "0.1" else f"replay_rate_{rate}")
+
+
+def margins(rate: str) -> list[float]:
+    """MbPA++ − REPLAY on each order at one rate."""
+    return [at_rate("mbpa++", o, rate) - at_rate("replay", o, rate) for o in ORDERS]
+
+
+def rate_means(prefix: str, key: str = "average_accuracy") -> list[float]:
+    return [sum(at_rate(prefix, o, r, key) for o in ORDERS) / len(ORDERS) for r in RATES]
+
+
+def test_the_replay_rate_prose_beyond_its_table_is_the_committed_runs():
+    """The ablation's shrinking margin (a paired interval over the orders of the margin at 2.5%
+    minus that at 20%), its per-order margins and who leads, as the bullets and the headline
+    section state them."""
+    text = page()
+    shrink = t_interval([a - b for a, b in zip(margins("0.025"), margins("0.2"))])
+    assert shrink.low > 0, "the shrinking is resolved, as the page says"
+    stated = f"{signed(shrink.mean)} [{signed(shrink.low)}, {signed(shrink.high)}]"
+    assert f"REPLAY's gain minus MbPA++'s is {stated} (whether" in text
+    assert f"the margin at 2.5% minus the margin at 20% is the {stated} above" in text
+    forgetting = rate_means("replay", "forgetting")
+    assert f"forgetting {one(forgetting[0])} down to {one(forgetting[-1])})" in text
+    first, last = (" / ".join(one(m) for m in margins(r)) for r in ("0.025", "0.2"))
+    assert f"(per order {first} at 2.5% and {last} at 20%;" in text
+    leads = [{o for o, m in zip(ORDERS, margins(r)) if m < 0} for r in RATES]
+    assert leads == [set(), {"ii"}, {"ii"}, {"ii", "iii"}]
+    assert "REPLAY leads on order ii from 5% on, and on orders ii and iii at 20%" in text
+    two_seeds = pair("mbpa++", "replay").split(",")[0]
+    assert f"(+{one(sum(margins('0.025')) / 4)} at 2.5% on seed 0, against the table's" in text
+    assert f"against the table's {two_seeds} over two seeds)" in text
+
+    headline = between("### The headline in full", "### The papers' orderings, judged")
+    ablation = [
+        r
+        for r in find_runs([RESULTS / "text", *(RESULTS / f"replay_rate_{r}" for r in RATES[::3])])
+        if r.seed == 0
+    ]
+    gaps = []
+    for name in ("replay", "mbpa++"):
+        (found,) = compare(ablation, f"{name} (replay_ratio=0.025)", "seq", stream="text")
+        d = found.difference
+        gaps.append(f"{signed(d.mean)}, [{signed(d.low)}, {signed(d.high)}]")
+    assert f"(at 2.5%: {gaps[0]} and {gaps[1]});" in headline
+    replay, mbpa = rate_means("replay"), rate_means("mbpa++")
+    assert f"REPLAY gains with the rate ({one(replay[0])} to {one(replay[-1])})" in headline
+    assert f"MbPA++ moves from {one(mbpa[0])} to {one(mbpa[-1])}," in headline
+    assert (
+        f"(by {one(shrink.mean)} points from 2.5% to 20%, [{signed(shrink.low)}, "
+        f"{signed(shrink.high)}])"
+    ) in headline
