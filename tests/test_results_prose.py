@@ -285,3 +285,114 @@ def test_the_replay_rate_prose_beyond_its_table_is_the_committed_runs():
         f"(by {one(shrink.mean)} points from 2.5% to 20%, [{signed(shrink.low)}, "
         f"{signed(shrink.high)}])"
     ) in headline
+
+
+@cache
+def last_row(prefix: str, order: str, seed: int = 0) -> dict[str, float]:
+    """A run's accuracy after its last task, by dataset (its ``accuracy.csv``)."""
+    import csv
+
+    path = RESULTS / "text" / f"{prefix}_{order}_s{seed}" / "accuracy.csv"
+    with path.open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return {k: float(v) for k, v in rows[-1].items() if k != "row"}
+
+
+def diagonal(prefix: str, order: str, seed: int = 0) -> dict[str, float]:
+    """Each task's accuracy right after training on it."""
+    import csv
+
+    path = RESULTS / "text" / f"{prefix}_{order}_s{seed}" / "accuracy.csv"
+    with path.open(encoding="utf-8") as handle:
+        rows = {row["row"]: row for row in csv.DictReader(handle)}
+    return {
+        k.removeprefix("after "): float(r[k.removeprefix("after ")])
+        for k, r in rows.items()
+        if k.startswith("after ")
+    }
+
+
+def test_the_central_effects_paragraphs_are_the_committed_runs():
+    """REPLAY > SEQ and MbPA++ > SEQ: SEQ's diagonals and BWT, MbPA++'s per-order scores, seed
+    spreads, BWT, last rows and minutes."""
+    text = between(
+        "**The papers' central effect shows on real data:**", "**The replay-rate ablation"
+    )
+    learnt = {}
+    for order in ORDERS:
+        for dataset, score in diagonal("seq", order).items():
+            learnt.setdefault(dataset, []).append(score)
+    ratings = learnt["yelp"] + learnt["amazon"]
+
+    def span(values: list[float]) -> str:
+        return f"{round(min(values))}–{round(max(values))}"
+
+    assert (
+        f"AG News {span(learnt['ag_news'])}, DBpedia {span(learnt['dbpedia'])}, Yahoo "
+        f"{span(learnt['yahoo'])}, Yelp and Amazon {span(ratings)} on 5-star ratings"
+    ) in text
+    for name, word in (("seq", "(BWT "), ("replay", "keeps about half of it (BWT ")):
+        bwt = sum(value(name, o, 0, "bwt") for o in ORDERS) / len(ORDERS)
+        assert f"{word}{round(bwt)}".replace("-", "−") in text, name
+
+    def listed(prefix: str, seed: int) -> str:
+        return ", ".join(one(value(prefix, o, seed)) for o in ORDERS)
+
+    assert (
+        f"seed 0 ({listed('mbpa++', 0)}; REPLAY {listed('replay', 0)}; SEQ {listed('seq', 0)}) "
+        f"and seed 1 ({listed('mbpa++', 1)};"
+    ) in text
+    took = minutes("mbpa++", 1)
+    assert f"{min(took)}–{max(took)} minutes a run at one thread" in text
+    bold = pair("mbpa++", "seq").split(", ", 1)
+    assert f"MbPA++ − SEQ = **{bold[0]} points, 95% CI {bold[1]}** over the 8 paired runs" in text
+    assert f"as does MbPA++ > SEQ\\* ({pair('mbpa++', 'seq-star')})" in text
+    assert verdict("mbpa++", "seq-star") == "mbpa++ > seq-star"
+    assert f"MbPA++ − REPLAY = {pair('mbpa++', 'replay')} over 8 pairs: not resolved" in text
+    ahead = sum(value("mbpa++", o, s) > value("replay", o, s) for o in ORDERS for s in (0, 1))
+    words = ("no", "one", "two", "three", "four", "five", "six", "seven", "all")
+    assert f"it is ahead on {words[ahead]} of the eight runs" in text
+    gaps = {o: abs(value("mbpa++", o, 1) - value("mbpa++", o, 0)) for o in ORDERS}
+    widest = max(gaps, key=gaps.get)
+    assert (
+        f"differ by up to {gaps[widest]:.1f} points (order {widest}: "
+        f"{one(value('mbpa++', widest, 0))} and {one(value('mbpa++', widest, 1))}), more than "
+        f"SEQ's or REPLAY's (up to {seed_gap('seq'):.1f} and {seed_gap('replay'):.1f})"
+    ) in text
+    mean, low, high = expected("text", "mbpa++", "bwt")
+    replay_bwt = expected("text", "replay", "bwt")[0]
+    assert f"Its BWT, {mean} [{low}, {high}] against REPLAY's {replay_bwt}," in text.replace(
+        "−", "-"
+    )
+
+    def held(prefix: str, order: str, *datasets: str) -> list[str]:
+        return [one(last_row(prefix, order)[d]) for d in datasets]
+
+    ag, db, ya = held("mbpa++", "i", "ag_news", "dbpedia", "yahoo")
+    r_ag, r_ya = held("replay", "i", "ag_news", "yahoo")
+    assert f"AG News at {ag} (REPLAY {r_ag}) and DBpedia at {db}" in text
+    assert f"learnt to {ya} (REPLAY {r_ya})" in text
+    db, ya, ag = held("mbpa++", "ii", "dbpedia", "yahoo", "ag_news")
+    assert f"it holds DBpedia {db}, Yahoo {ya}, AG News {ag} where SEQ holds " in text
+    seq_held = ", ".join(f"{last_row('seq', 'ii')[d]:.0f}" for d in ("dbpedia", "yahoo", "ag_news"))
+    assert f"where SEQ holds {seq_held}, but REPLAY, which keeps DBpedia at " in text
+    assert f"keeps DBpedia at {held('replay', 'ii', 'dbpedia')[0]}, is ahead" in text
+    assert value("replay", "ii", 0) > value("mbpa++", "ii", 0)
+    iv = ("ag_news", "yelp", "amazon", "yahoo", "dbpedia")
+    ours, theirs = held("mbpa++", "iv", *iv), held("replay", "iv", *iv)
+    assert (
+        f"ends with AG News {ours[0]}, Yelp {ours[1]}, Amazon {ours[2]}, Yahoo {ours[3]} and "
+        f"DBpedia, the last task, {ours[4]} (REPLAY: {', '.join(theirs)})"
+    ) in text
+    iii = ("yahoo", "dbpedia", "ag_news")
+    ours, theirs = held("mbpa++", "iii", *iii), held("replay", "iii", *iii)
+    assert f"Order iii ({one(value('mbpa++', 'iii', 0))};" in text
+    assert (
+        f"ends with Yahoo at {ours[0]} where REPLAY keeps {theirs[0]}, DBpedia at {ours[1]} "
+        f"(REPLAY {theirs[1]}) and the last task, AG News, at {ours[2]} (REPLAY {theirs[2]})"
+    ) in text
+    took = minutes("mbpa++", 0)
+    assert f"took {value('mbpa++', 'i', 0, 'seconds') / 3600:.1f} hours of wall time" in text
+    assert f"order ii {took[1]} minutes, mostly alone; order iv {took[3]}, of which" in text
+    took = minutes("replay", 0)
+    assert f"(REPLAY: {min(took)}–{max(took)})" in text
