@@ -118,6 +118,38 @@ class Choice:
         return f"expected one of {', '.join(allowed)}"
 
 
+@dataclass(frozen=True)
+class StandsFor:
+    """Field metadata: an option whose ``sentinel`` value means "what the run's ``key`` is".
+
+    E.g. OML-ER's ``outer_lr`` of 0 means the run's learning rate: ``StandsFor("lr", 0.0)``.
+    Reports that name a run's configuration (`lifelong.experiment.rundir.distinguish_variants`)
+    read the value it ran with from ``key``, a run-config key (`lifelong.experiment.config.RunConfig`'s),
+    so a run left at the sentinel is not labelled by it (``outer_lr=0.0`` would read as zero).
+    """
+
+    key: str
+    sentinel: Any = None
+
+
+def stands_for(cls: type) -> dict[str, StandsFor]:
+    """The fields of an options class that carry `StandsFor`, by name."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return {
+        name: marker
+        for name, hint in hints.items()
+        for marker in _metadata(hint)
+        if isinstance(marker, StandsFor)
+    }
+
+
+def _metadata(hint: Any) -> list[Any]:
+    """Every ``Annotated`` metadata item in ``hint``, inside unions too."""
+    found = list(typing.get_args(hint)[1:]) if typing.get_origin(hint) is Annotated else []
+    inner = typing.get_args(hint)[:1] if found else typing.get_args(hint)
+    return found + [m for arg in inner for m in _metadata(arg)]
+
+
 PositiveInt = Annotated[int, Range(min=1)]
 NonNegativeInt = Annotated[int, Range(min=0)]
 SEED_MAX = 2**32 - 1

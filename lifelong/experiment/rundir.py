@@ -16,7 +16,7 @@ import io
 import json
 import logging
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -192,6 +192,7 @@ def distinguish_variants(records: Sequence[RunRecord]) -> list[RunRecord]:
             settings = [
                 {**{k: defaults[k] for k in optional if k in defaults}, **s} for s in settings
             ]
+            settings = [_resolved(s, r.config, strategy) for s, r in zip(settings, group)]
         differing = sorted(
             k for k in shared | optional if len({repr(s.get(k, "default")) for s in settings}) > 1
         )
@@ -211,15 +212,38 @@ def option_defaults(strategy: str) -> dict[str, Any]:
 
     ``{}`` where the strategy is not registered here, or its module does not import.
     """
-    from lifelong import registry
-
-    try:
-        cls = registry.options_class(strategy)
-    except (registry.UnknownStrategyError, ImportError):
+    cls = _options_class(strategy)
+    if cls is None:
         return {}
     return {
         f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
     }
+
+
+def _options_class(strategy: str) -> type | None:
+    from lifelong import registry
+
+    try:
+        return registry.options_class(strategy)
+    except (registry.UnknownStrategyError, ImportError):
+        return None
+
+
+def _resolved(settings: dict[str, Any], config: Mapping[str, Any], strategy: str) -> dict:
+    """``settings`` with each option at its `StandsFor` sentinel read from the run's config.
+
+    OML-ER's ``outer_lr`` of 0 is the run's ``lr``; a run whose config lacks the key keeps the
+    sentinel.
+    """
+    from lifelong.options import stands_for
+
+    cls = _options_class(strategy)
+    resolved = dict(settings)
+    for name, marker in (stands_for(cls) if cls else {}).items():
+        key = f"options.{name}"
+        if resolved.get(key, marker) == marker.sentinel and config.get(marker.key) is not None:
+            resolved[key] = config[marker.key]
+    return resolved
 
 
 def run_settings(record: RunRecord) -> dict[str, Any]:

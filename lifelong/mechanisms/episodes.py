@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -32,7 +32,14 @@ from lifelong.mechanisms.replay import (
     SparseReplay,
     WriteOptions,
 )
-from lifelong.options import NonNegativeFloat, PositiveFloat, PositiveInt, option_group
+from lifelong.options import (
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    Range,
+    StandsFor,
+    option_group,
+)
 from lifelong.runtime import eager_call
 from lifelong.state import Counters
 
@@ -60,7 +67,8 @@ class MetaReplayOptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOpti
     support_batches: PositiveInt = 5  # m: support mini-batches per episode (--updates 5)
     inner_lr: PositiveFloat = 1e-3  # α: inner-loop and meta-test SGD step (--inner_lr 0.001)
     meta_test: bool = True  # adapt on m memory batches before predicting (each strategy's part)
-    outer_lr: NonNegativeFloat = 0.0  # β of the outer Adam (--meta_lr 3e-5); 0 = the run's lr
+    # β of the outer Adam (--meta_lr 3e-5); 0 = the run's lr
+    outer_lr: Annotated[float, Range(min=0), StandsFor("lr", 0.0)] = 0.0
     replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_*.py sum query grads
     max_grad_norm: NonNegativeFloat = 0.0  # outer-update clip; 0 = none (cls_*.py never clip)
     # dropout while meta-training: Holla never calls .train() on BERT (transformers 3.0.2's

@@ -25,7 +25,7 @@ from lifelong.batch import Batch
 from lifelong.mechanisms.replay import episodic_writer
 from lifelong.memory import ExampleRecords
 from lifelong.memory.policies import ReservoirWrite
-from lifelong.options import Range, option_group
+from lifelong.options import Range, StandsFor, option_group
 from lifelong.state import Counters, ResumableParts
 from lifelong.strategy import StrategyContext, StrategyHooks
 
@@ -43,7 +43,8 @@ class EROptions:
     """
 
     memory_size: Annotated[int, Range(min=1)] = 200  # Avalanche ReplayPlugin(mem_size=200)
-    memory_batch_size: Annotated[int, Range(min=1)] | None = None  # Alg. 1: same as the stream's
+    # Alg. 1: as many as the stream's mini-batch
+    memory_batch_size: Annotated[int, Range(min=1), StandsFor("batch_size")] | None = None
     max_grad_norm: Annotated[float, Range(min=0)] = 0.0  # Alg. 1: a plain step
 
 

@@ -404,3 +404,24 @@ def test_each_stream_names_its_metric_and_counts_print_as_counts(tmp_path):
     assert "pooled accuracy" in fewrel and "pooled accuracy" not in plain + qa
     summary = summary_markdown(summary_table(records, ("average_accuracy", "memory_examples")))
     assert "| 10000 |" in summary and "10000.0" not in summary
+
+
+def test_an_option_whose_default_stands_for_a_run_setting_is_named_by_that_setting(tmp_path):
+    """OML-ER's outer_lr of 0 means the run's lr: a run that leaves it unset, or sets it to 0,
+    is named by the lr it ran with, not ``outer_lr=0.0`` (which would read as no outer step)."""
+    from lifelong import registry
+    from lifelong.options import StandsFor, stands_for
+
+    assert stands_for(registry.options_class("oml-er")) == {"outer_lr": StandsFor("lr", 0.0)}
+    assert stands_for(registry.options_class("er"))["memory_batch_size"].key == "batch_size"
+    make_run(tmp_path / "unset", "oml-er", "i", 0, 31.5, strategy_options={"oml-er": {}}, lr=3e-5)
+    zero = {"oml-er": {"outer_lr": 0.0}}
+    make_run(tmp_path / "zero", "oml-er", "ii", 0, 37.1, strategy_options=zero, lr=3e-5)
+    set_ = {"oml-er": {"outer_lr": 1e-4}}
+    make_run(tmp_path / "set", "oml-er", "i", 0, 37.7, strategy_options=set_, lr=3e-5)
+    names = {r.run_dir.name: r.strategy for r in find_runs(tmp_path)}
+    assert names == {
+        "unset": "oml-er (outer_lr=3e-05)",
+        "zero": "oml-er (outer_lr=3e-05)",
+        "set": "oml-er (outer_lr=0.0001)",
+    }
