@@ -918,6 +918,60 @@ def test_replay_at_half_and_all_of_the_stream_is_the_scripts_report(load_script)
     replayed = forwarded - 10_000  # the stream's 5 x 2,000 rows
     assert f"({forwarded:,} training rows: the stream's 10,000 and {replayed:,} replayed)" in text
 
+    # all of the stream: as many rows replayed as er, in bursts of 160 every 160 examples
+    full = [
+        json.loads((RESULTS / "replay_rate_1" / f"replay_{o}_s0" / "metrics.json").read_text())
+        for o in ORDERS
+    ]
+    listed = [f"{m['average_accuracy']:.1f}" for m in full]
+    assert f"At 100% it scores {', '.join(listed[:-1])} and {listed[-1]}:" in text
+    runs = tuple(
+        find_runs([RESULTS / "text", RESULTS / "replay_rate_0.5", RESULTS / "replay_rate_1"])
+    )
+    full_label = "replay (replay_ratio=1.0)"
+    gaps = {}
+    for b in ("replay (replay_ratio=0.5)", "replay (replay_ratio=0.1)", "er", "avalanche:replay"):
+        (found,) = compare(runs, full_label, b, stream="text")
+        d = found.difference
+        gaps[b] = (f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]", found.verdict)
+    (found,) = compare(runs, full_label, "mbpa++", stream="text")
+    d = found.difference
+    gaps["mbpa++"] = (f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]", found.verdict)
+    assert gaps["replay (replay_ratio=0.5)"][1] == "not resolved"
+    assert f"{gaps['replay (replay_ratio=0.5)'][0]} over 50% (not resolved)" in text
+    assert f"and {gaps['replay (replay_ratio=0.1)'][0]} over 10%, for" in text
+    er, ava, mbpa = gaps["er"], gaps["avalanche:replay"], gaps["mbpa++"]
+    assert er[1] == ava[1] == mbpa[1] == "not resolved"
+    assert f"{er[0]} over the four pairs (not resolved)" in text
+    assert f"level with Avalanche's Replay, {ava[0]}, and with MbPA++, {mbpa[0]}." in text
+    er_runs = [
+        json.loads((RESULTS / "text" / f"er_{o}_s0" / "metrics.json").read_text()) for o in ORDERS
+    ]
+    assert all(e["average_accuracy"] > m["average_accuracy"] for e, m in zip(er_runs, full))
+    ers = [f"{m['average_accuracy']:.1f}" for m in er_runs]
+    assert (
+        f"still under `er` on every order ({', '.join(ers[:-1])} and {ers[-1]} at seed 0)" in text
+    )
+    (forwarded,) = {m["cost"]["train"]["forward_rows"] for m in full}
+    replayed = forwarded - 10_000
+    assert (
+        f"{full[0]['total_flops'] / 1e12:.1f} TFLOPs a run ({forwarded:,} training rows: the "
+        in text
+    )
+    assert f"the stream's 10,000 and {replayed:,} replayed), what `er`" in text
+    er_replayed = {e["cost"]["train"]["forward_rows"] - 10_000 for e in er_runs}
+    assert er_replayed == {9_984}, "one memory batch of 16 beside each of 624 stream batches"
+    events = math.ceil(replayed / 160)  # one update per event of up to 160 stored rows
+    assert f"{events} replay updates a run beside its 625 stream updates" in text
+    assert f"updates after the first ({9_984 // 16})" in text
+    (found,) = compare(
+        runs, "replay (replay_ratio=0.5)", "replay (replay_ratio=0.1)", stream="text"
+    )
+    step = gaps["replay (replay_ratio=0.5)"][0].split()[0]
+    assert f"(10% to 50%: {signed(found.difference.mean)}; 50% to 100%: {step})" in text
+    took = [[round(m["seconds"] / 60) for m in ms] for ms in (half, full)]
+    assert f"{min(took[0])}–{max(took[0])} and {min(took[1])}–{max(took[1])} minutes a run" in text
+
 
 def io_of(function, argv: list[str]) -> str:
     """What ``function(argv)`` prints."""
