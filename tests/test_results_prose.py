@@ -396,3 +396,203 @@ def test_the_central_effects_paragraphs_are_the_committed_runs():
     assert f"order ii {took[1]} minutes, mostly alone; order iv {took[3]}, of which" in text
     took = minutes("replay", 0)
     assert f"(REPLAY: {min(took)}–{max(took)})" in text
+
+
+def seed0_mean(prefix: str, key: str = "average_accuracy", folder: str = "text") -> float:
+    return sum(value(prefix, o, 0, key, folder) for o in ORDERS) / len(ORDERS)
+
+
+def listed(prefix: str, folder: str = "text", seed: int = 0, last: str = ", ") -> str:
+    """``a, b, c<last>d``: a strategy's four orders at one seed."""
+    shown = [one(value(prefix, o, seed, folder=folder)) for o in ORDERS]
+    return ", ".join(shown[:-1]) + last + shown[-1]
+
+
+def cell(name: str, metric: str = "average_accuracy") -> str:
+    """``mean [low, high]`` as `lifelong report` gives it for the committed text runs."""
+    mean, *bounds = expected("text", name, metric)
+    return f"{mean} [{', '.join(bounds)}]"
+
+
+def span_minutes(prefix: str, seed: int = 0) -> str:
+    """``a–b minutes`` (``a minutes`` if every run took as long) of a strategy's four runs."""
+    took = minutes(prefix, seed)
+    return f"{min(took)}–{max(took)} minutes" if min(took) < max(took) else f"{took[0]} minutes"
+
+
+def test_the_oml_er_paragraph_is_the_committed_runs():
+    """OML-ER at the papers' outer rate and at the budget's: the outer_lr runs, both seeds."""
+    text = between("**OML-ER, all four orders, and why", "**ANML-ER and MTL, all four")
+    low_lr = "outer_lr/3e-05"
+    assert f"At 3e-5 on all four orders ({listed('oml-er', low_lr)};" in text
+    runs = [r for r in find_runs([RESULTS / "text", RESULTS / low_lr]) if r.seed == 0]
+    at_low, at_budget = "oml-er (outer_lr=3e-05)", "oml-er (outer_lr=0.0001)"
+
+    def paired(a: str, b: str) -> tuple[str, str]:
+        (found,) = compare(runs, a, b, stream="text")
+        d = found.difference
+        return f"{signed(d.mean)}, [{signed(d.low)}, {signed(d.high)}]", found.verdict
+
+    below_replay, below_mbpa = paired(at_low, "replay"), paired(at_low, "mbpa++")
+    assert below_replay[1].endswith("< replay") and below_mbpa[1].endswith("< mbpa++")
+    assert all(value("oml-er", o, 0, folder=low_lr) < value("replay", o, 0) for o in ORDERS)
+    assert f"*below* REPLAY on every order ({below_replay[0]}:" in text
+    assert f"and below MbPA++ ({below_mbpa[0]})" in text
+    db = ORDERS_DATASETS["ii"].index("dbpedia")
+    learnt = [diagonal_at(p, "ii", f)[db] for p, f in (("oml-er", low_lr), ("replay", "text"))]
+    assert (
+        f"it learnt DBpedia, the first task, to {learnt[0]:.1f}% (REPLAY {learnt[1]:.1f})" in text
+    )
+    tried = {lr: diagonal_at("oml-er", "ii", f"outer_lr/{lr}")[db] for lr in ("1e-04", "3e-04")}
+    scores = {lr: value("oml-er", "ii", 0, folder=f"outer_lr/{lr}") for lr in ("1e-04", "3e-04")}
+    forgot = value("oml-er", "ii", 0, "forgetting", "outer_lr/1e-04")
+    assert (
+        f"1e-4 learns DBpedia to {tried['1e-04']:.1f} and reaches {scores['1e-04']:.1f} "
+        f"(forgetting {forgot:.1f}), 3e-4 {tried['3e-04']:.1f} and {scores['3e-04']:.1f};"
+    ) in text
+    at_seed0 = t_interval([value("oml-er", o, 0) for o in ORDERS])
+    assert f"At 1e-4 on all four orders ({listed('oml-er')}; {span_minutes('oml-er')} a run" in text
+    assert f"mean {one(at_seed0.mean)} [{one(at_seed0.low)}, {one(at_seed0.high)}]" in text
+    gain = paired(at_budget, at_low)
+    order_ii = value("oml-er", "ii", 0) - value("oml-er", "ii", 0, folder=low_lr)
+    assert f"{gain[0].replace(', [', ' [')} over 3e-5 paired" in text
+    assert gain[1] == "not resolved" and f"+{order_ii:.1f} on order ii)" in text
+    assert f"forgetting {seed0_mean('oml-er', 'forgetting'):.1f}. On seed 0's" in text
+    for b, shown in (("seq", "holds** ("), ("replay", "OML-ER > REPLAY ("), ("mbpa++", "MbPA++ (")):
+        assert f"{shown}{paired(at_budget, b)[0]})" in text, b
+    assert paired(at_budget, "seq")[1].endswith("> seq")
+    assert {paired(at_budget, b)[1] for b in ("replay", "mbpa++")} == {"not resolved"}
+    others = [
+        diagonal_at("oml-er", o, "text")[ORDERS_DATASETS[o].index(d)]
+        for o in ("i", "iii", "iv")
+        for d in ("dbpedia", "yahoo")
+    ]
+    assert f"still learnt to only {round(min(others))}–{round(max(others))}% when trained" in text
+    i = [
+        diagonal_at("oml-er", "i", "text")[ORDERS_DATASETS["i"].index(d)]
+        for d in ("dbpedia", "yahoo")
+    ]
+    assert f"(order i: DBpedia {i[0]:.1f}, Yahoo {i[1]:.1f} right after their tasks)" in text
+    assert f"(2026-11-28: {listed('oml-er', seed=1)}; {minutes('oml-er', 1)[0]} minutes" in text
+    assert f"within {seed_gap('oml-er'):.1f} points of the first on every order" in text
+
+
+ORDERS_DATASETS = {
+    "i": ("yelp", "ag_news", "dbpedia", "amazon", "yahoo"),
+    "ii": ("dbpedia", "yahoo", "ag_news", "amazon", "yelp"),
+    "iii": ("yelp", "yahoo", "amazon", "dbpedia", "ag_news"),
+    "iv": ("ag_news", "yelp", "amazon", "yahoo", "dbpedia"),
+}
+"""The paper orders' datasets (`lifelong.streams.ORDERS`, checked below)."""
+
+
+def test_the_orders_the_prose_reads_are_the_streams():
+    from lifelong.streams import ORDERS as STREAM_ORDERS
+
+    assert {o: tuple(STREAM_ORDERS[o]) for o in ORDERS} == ORDERS_DATASETS
+
+
+def diagonal_at(prefix: str, order: str, folder: str, seed: int = 0) -> list[float]:
+    """Each task's accuracy right after training on it, in the order's task order."""
+    import csv
+
+    path = RESULTS / folder / f"{prefix}_{order}_s{seed}" / "accuracy.csv"
+    with path.open(encoding="utf-8") as handle:
+        rows = {row["row"]: row for row in csv.DictReader(handle)}
+    return [float(rows[f"after {d}"][d]) for d in ORDERS_DATASETS[order]]
+
+
+def flat(a: str, b: str, stream: str = "text", metric: str = "average_accuracy") -> str:
+    """``+x [low, high]``: a paired difference as the prose writes it without a comma."""
+    return pair(a, b, stream, metric).replace(", [", " [")
+
+
+def test_the_anml_er_and_mtl_paragraph_is_the_committed_runs():
+    text = between("**ANML-ER and MTL, all four orders", "**EWC, all four orders")
+    assert f"scores {listed('anml-er', last=' and ')}, mean {cell('anml-er')}:" in text
+    assert f"(OML-ER − ANML-ER {pair('oml-er', 'anml-er')} over the four orders" in text
+    assert verdict("oml-er", "anml-er") == "oml-er > anml-er"
+    fewrel = flat("oml-er", "anml-er", "fewrel", "pooled_accuracy")
+    assert f"on FewRel the two are level, {fewrel})" in text
+    assert f"It forgets almost nothing ({expected('text', 'anml-er', 'forgetting')[0]})" in text
+    late = {
+        d: [diagonal_at("anml-er", o, "text")[ORDERS_DATASETS[o].index(d)] for o in ("iii", "iv")]
+        for d in ("dbpedia", "yahoo")
+    }
+    assert (
+        f"(DBpedia {late['dbpedia'][0]:.1f} and {late['dbpedia'][1]:.1f} right after its task on "
+        f"orders iii and iv, Yahoo {late['yahoo'][0]:.1f} and {late['yahoo'][1]:.1f})"
+    ) in text
+    assert f"Against REPLAY it is **reversed** ({pair('anml-er', 'replay')});" in text
+    assert verdict("anml-er", "replay") == "anml-er < replay"
+    assert f"against SEQ ({pair('anml-er', 'seq')}), A-GEM and MbPA++ not resolved" in text
+    assert {verdict("anml-er", b) for b in ("seq", "agem", "mbpa++")} == {"not resolved"}
+    assert f"scores {listed('mtl', last=' and ')} at seed 0 ({span_minutes('mtl')} a run)" in text
+    assert f"and {listed('mtl', seed=1)} at seed 1 (2026-11-28, {span_minutes('mtl', 1)}" in text
+    mtl = [value("mtl", o, s) for o in ORDERS for s in (0, 1)]
+    assert f"runs agree within {max(mtl) - min(mtl):.1f} points" in text
+    over = {b: flat("mtl", b) for b in ("mbpa++", "replay", "oml-er", "seq", "anml-er", "agem")}
+    assert all(verdict("mtl", b) == f"mtl > {b}" for b in over)
+    assert (
+        f"over 8 pairs MTL − MbPA++ {over['mbpa++']}, MTL − REPLAY {over['replay']}, MTL − OML-ER "
+        f"{over['oml-er']}, MTL − SEQ {over['seq']}; over the 4 of seed 0 MTL − ANML-ER "
+        f"{over['anml-er']}, MTL − A-GEM {over['agem']}."
+    ) in text
+
+
+def test_the_ewc_mbpa_and_mbpa_rand_paragraphs_are_the_committed_runs():
+    text = between("**EWC, all four orders", "**MbPA++-rand, all four orders")
+    assert f"(2026-11-28, {span_minutes('ewc')} a run at one thread" in text
+    assert f"{listed('ewc', last=' and ')}, mean {cell('ewc')}. It is SEQ plus a little" in text
+    assert f"EWC − SEQ = {pair('ewc', 'seq')} over the four orders" in text
+    assert verdict("ewc", "seq") == "ewc > seq" and verdict("replay", "ewc") == "replay > ewc"
+    assert f"REPLAY − EWC = {pair('replay', 'ewc')}." in text
+    seq_forgets = expected("text", "seq", "forgetting")[0]
+    ewc_forgets = expected("text", "ewc", "forgetting")[0]
+    assert f"(forgetting {ewc_forgets} against SEQ's {seq_forgets})" in text
+
+    assert f"**MbPA, all four orders (2026-11-28, {span_minutes('mbpa')} a run" in text
+    assert f"{listed('mbpa', last=' and ')}, mean {cell('mbpa')}, against MbPA++'s " in text
+    assert f"MbPA++'s {listed('mbpa++')} and REPLAY's {listed('replay')} on the same" in text
+    assert f"MbPA++ − MbPA = **{pair('mbpa++', 'mbpa')}**:" in text
+    assert all(value("mbpa++", o, 0) > value("mbpa", o, 0) for o in ORDERS)
+    assert f"MbPA − SEQ = {pair('mbpa', 'seq')}: local adaptation" in text
+    mbpa_forgets = expected("text", "mbpa", "forgetting")[0]
+    assert f"(forgetting {mbpa_forgets} against SEQ's {seq_forgets}; order i" in text
+    ends = {p: last_row(p, "i") for p in ("mbpa", "mbpa++")}
+    assert (
+        f"AG News {one(ends['mbpa']['ag_news'])} and DBpedia {one(ends['mbpa']['dbpedia'])}, "
+        f"MbPA++ {one(ends['mbpa++']['ag_news'])} and {one(ends['mbpa++']['dbpedia'])})"
+    ) in text
+    assert verdict("mbpa", "replay") == "not resolved"
+    assert f"MbPA − REPLAY = {pair('mbpa', 'replay')}, not resolved" in text
+    ii = last_row("mbpa", "ii")
+    best = max(ORDERS, key=lambda o: value("replay", o, 0))
+    worst = min(ORDERS, key=lambda o: value("mbpa", o, 0))
+    assert best == worst == "ii"
+    assert f"at its best ({one(value('replay', 'ii', 0))}), MbPA is at its worst" in text
+    ratings = sorted(round(ii[d]) for d in ("yelp", "amazon"))
+    assert (
+        f"at its worst ({one(value('mbpa', 'ii', 0))}, DBpedia and Yahoo down to "
+        f"{round(ii['dbpedia'])} and {round(ii['yahoo'])} after the last two tasks, the rating "
+        f"tasks at {ratings[0]}–{ratings[1]})"
+    ) in text
+
+    text = between("**MbPA++-rand, all four orders", "The papers' orderings do not")
+    rand = "mbpa++-rand"
+    assert f"(2026-11-28, {span_minutes(rand)} a run at one thread beside a second" in text
+    assert f"{listed(rand, last=' and ')}, mean {cell(rand)}. It trains exactly" in text
+    forgets = [seed0_mean(p, "forgetting") for p in (rand, "mbpa++")]
+    assert f"as little as MbPA++ ({forgets[0]:.1f} against {forgets[1]:.1f})" in text
+    assert f"MbPA++ − MbPA++-rand = **{pair('mbpa++', rand)}** over the" in text
+    ends = {p: last_row(p, "i") for p in (rand, "mbpa++")}
+    assert (
+        f"DBpedia reads {one(ends[rand]['dbpedia'])} against MbPA++'s "
+        f"{one(ends['mbpa++']['dbpedia'])} and Yahoo {one(ends[rand]['yahoo'])} against "
+        f"{one(ends['mbpa++']['yahoo'])}"
+    ) in text
+    assert f"above SEQ ({pair(rand, 'seq')}) and A-GEM ({pair(rand, 'agem')});" in text
+    assert (
+        f"against REPLAY ({pair(rand, 'replay')}) and MbPA ({pair(rand, 'mbpa')}) it is not" in text
+    )
+    assert {verdict(rand, b) for b in ("replay", "mbpa")} == {"not resolved"}
