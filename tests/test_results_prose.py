@@ -596,3 +596,86 @@ def test_the_ewc_mbpa_and_mbpa_rand_paragraphs_are_the_committed_runs():
         f"against REPLAY ({pair(rand, 'replay')}) and MbPA ({pair(rand, 'mbpa')}) it is not" in text
     )
     assert {verdict(rand, b) for b in ("replay", "mbpa")} == {"not resolved"}
+
+
+def test_the_maml_er_paragraph_is_the_committed_runs():
+    text = between("**MAML-ER, all four orders", "**MbPA++ adapting the top layer")
+    assert f"(2026-11-28, {span_minutes('maml-er')} a run at one thread" in text
+    assert f"{listed('maml-er', last=' and ')}, mean {cell('maml-er')}, against OML-ER's " in text
+    assert f"OML-ER's {listed('oml-er', last=' and ')} on the same orders" in text
+    assert f"MAML-ER − OML-ER = {pair('maml-er', 'oml-er')}: not resolved" in text
+    assert verdict("maml-er", "oml-er") == "not resolved"
+    assert all(abs(value("maml-er", o, 0) - value("oml-er", o, 0)) < 1.5 for o in ORDERS)
+    assert f"forgets as little ({expected('text', 'maml-er', 'forgetting')[0]})" in text
+    names = {"yahoo": "Yahoo", "yelp": "Yelp", "ag_news": "AG News", "dbpedia": "DBpedia"}
+    lasts = [
+        f"{diagonal_at('maml-er', o, 'text')[-1]:.1f} ({names[ORDERS_DATASETS[o][-1]]}, "
+        + ("order i" if o == "i" else o)
+        + ")"
+        for o in ORDERS
+    ]
+    assert f"{', '.join(lasts[:-1])} and {lasts[-1]} right after its training" in text
+    assert f"Against ANML-ER it is {pair('maml-er', 'anml-er')}; against REPLAY " in text
+    assert f"against REPLAY {pair('maml-er', 'replay')}, not resolved" in text
+    assert verdict("maml-er", "replay") == "not resolved"
+
+
+def test_the_top1_reading_is_the_committed_runs():
+    """MbPA++ adapting the top layer: per-order scores, gaps, last rows and minutes."""
+    text = between("Four orders, one seed each, so a reading", "**The papers' orderings, every")
+    top, head = "text_top1", "text"
+    assert f"top1 reads {listed('mbpa++', top, last=' and ')} against head's " in text
+    assert f"head's {listed('mbpa++', head, last=' and ')}, ahead" in text
+    gaps = [value("mbpa++", o, 0, folder=top) - value("mbpa++", o, 0) for o in ORDERS]
+    assert all(g > 0 for g in gaps[:3]) and gaps[3] < 0
+    assert (
+        f"ahead on the first three by {min(gaps[:3]):.1f} to {max(gaps[:3]):.1f} points and "
+        f"{-gaps[3]:.1f} behind on order iv"
+    ) in text
+    three = [
+        r for r in find_runs([RESULTS / "text", RESULTS / top]) if r.seed == 0 and r.order != "iv"
+    ]
+    (found,) = compare(three, "mbpa++ (adapt_scope=top1)", "mbpa++ (adapt_scope=head)")
+    d = found.difference
+    assert f"(it was [{d.low:.1f}, {d.high:+.1f}] over orders i to iii)" in text
+
+    def ends(order: str) -> tuple[dict, dict]:
+        import csv
+
+        rows = []
+        for folder in (top, head):
+            path = RESULTS / folder / f"mbpa++_{order}_s0" / "accuracy.csv"
+            with path.open(encoding="utf-8") as handle:
+                row = list(csv.DictReader(handle))[-1]
+            rows.append({k: float(v) for k, v in row.items() if k != "row"})
+        return rows[0], rows[1]
+
+    def side(order: str, *datasets: str, sep: str = " / ") -> list[str]:
+        a, b = ends(order)
+        return [f"{a[d]:.1f}{sep}{b[d]:.1f}" for d in datasets]
+
+    a, b = ends("i")
+    widest = max(abs(a[d] - b[d]) for d in a)
+    assert f"within {widest:.1f} points on every dataset (Yelp" in text
+    yelp, *rest = side("i", "yelp", "ag_news", "dbpedia", "amazon", "yahoo")
+    assert (
+        f"(Yelp {yelp.replace(' / ', ' against ')}, AG News {rest[0]}, DBpedia {rest[1]}, "
+        f"Amazon {rest[2]}, Yahoo {rest[3]});"
+    ) in text
+    db, ya = side("ii", "dbpedia", "yahoo")
+    assert f"(DBpedia {db.replace(' / ', ' against ')}, Yahoo {ya}) and reads within 2" in text
+    a, b = ends("ii")
+    assert all(abs(a[d] - b[d]) <= 2 + 1e-9 for d in ("ag_news", "amazon", "yelp"))
+    db, ye, ya, am, ag = side("iii", "dbpedia", "yelp", "yahoo", "amazon", "ag_news")
+    assert (
+        f"(DBpedia {db.replace(' / ', ' against ')}, Yelp {ye}, Yahoo {ya}, Amazon {am}) and "
+        f"learns AG News, the last, less ({ag.replace(' / ', ' against ')})"
+    ) in text
+    ag, ye, am, ya, db = side("iv", "ag_news", "yelp", "amazon", "yahoo", "dbpedia")
+    assert (
+        f"News, Yelp and Amazon ({ag}, {ye}, {am}), less of Yahoo ({ya}), and again learns the "
+        f"last task, DBpedia, less ({db.replace(' / ', ' against ')})"
+    ) in text
+    took = [round(value("mbpa++", o, 0, "seconds", top) / 60) for o in ORDERS]
+    assert f"Each run took {', '.join(map(str, took[:-1]))} and {took[-1]} minutes" in text
+    assert f"Head's seed-1 runs took {span_minutes('mbpa++', 1)} at one thread" in text
