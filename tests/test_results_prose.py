@@ -679,3 +679,190 @@ def test_the_top1_reading_is_the_committed_runs():
     took = [round(value("mbpa++", o, 0, "seconds", top) / 60) for o in ORDERS]
     assert f"Each run took {', '.join(map(str, took[:-1]))} and {took[-1]} minutes" in text
     assert f"Head's seed-1 runs took {span_minutes('mbpa++', 1)} at one thread" in text
+
+
+def test_the_text_agem_paragraphs_are_the_committed_runs():
+    text = between("**A-GEM and OML-ER, order i (one run each", "As Holla's `cls_agem.py`")
+    assert f"A-GEM ({one(value('agem', 'i', 0))}) is SEQ ({one(value('seq', 'i', 0))})" in text
+    learnt = dict(zip(ORDERS_DATASETS["i"], diagonal_at("agem", "i", "text")))
+    assert (
+        f"(AG News {one(learnt['ag_news'])}, DBpedia {one(learnt['dbpedia'])}, Yahoo "
+        f"{one(learnt['yahoo'])} right after training)"
+    ) in text
+    end = last_row("agem", "i")
+    earlier = ", ".join(one(end[d]) for d in ORDERS_DATASETS["i"][:-1])
+    assert f"(after Yahoo the earlier four score {earlier}):" in text
+    counts = metrics("agem_i_s0")["strategy"]
+    assert f"its {counts['projections']} projections over {counts['replays']} events" in text
+    low_lr = "outer_lr/3e-05"
+    assert f"OML-ER ({one(value('oml-er', 'i', 0, folder=low_lr))}, at the papers'" in text
+    assert f"its BWT, {signed(value('oml-er', 'i', 0, 'bwt', low_lr))}, was not" in text
+    learnt = dict(zip(ORDERS_DATASETS["i"], diagonal_at("oml-er", "i", low_lr)))
+    assert (
+        f"(DBpedia {one(learnt['dbpedia'])} right after training on it, Yahoo "
+        f"{one(learnt['yahoo'])}; AG News {one(learnt['ag_news'])})"
+    ) in text
+    import csv
+
+    path = RESULTS / low_lr / "oml-er_i_s0" / "accuracy.csv"
+    with path.open(encoding="utf-8") as handle:
+        final = list(csv.DictReader(handle))[-1]
+    assert f"(AG News {float(final['ag_news']):.1f} at the end)" in text
+
+    assert f"**A-GEM, all four orders (2026-11-27 and 28):** {listed('agem', last=' and ')}" in text
+    assert (
+        f"against SEQ's {listed('seq', last=' and ')}: A-GEM − SEQ = {pair('agem', 'seq')}" in text
+    )
+    iv_agem, iv_seq = last_row("agem", "iv"), last_row("seq", "iv")
+    assert (
+        f"it keeps Yahoo at {one(iv_agem['yahoo'])} where SEQ keeps {one(iv_seq['yahoo'])}" in text
+    )
+    assert f"is **reversed** here ({pair('agem', 'replay')});" in text
+    assert f"MbPA++ > A-GEM holds ({pair('mbpa++', 'agem')})." in text
+    took = minutes("agem", 0)
+    assert f"Order iv ran in {took[3]} minutes" in text
+    assert f"orders i–iii's {min(took[:3])}–{max(took[:3])} count time" in text
+
+
+FEWREL_ORDERS = ("0", "1", "2", "3", "4")
+"""FewRel's five cluster orders (seed 0)."""
+
+
+def pooled(prefix: str) -> list[float]:
+    return [value(prefix, o, 0, "pooled_accuracy", "fewrel") for o in FEWREL_ORDERS]
+
+
+def pooled_list(prefix: str, last: str = ", ") -> str:
+    shown = [one(v) for v in pooled(prefix)]
+    return ", ".join(shown[:-1]) + last + shown[-1]
+
+
+def fewrel_cell(name: str, metric: str = "pooled_accuracy") -> str:
+    mean, *bounds = expected("fewrel", name, metric)
+    return f"{mean} [{', '.join(bounds)}]" if bounds else mean
+
+
+def fewrel_diagonal_mean(prefix: str) -> float:
+    """The mean of every FewRel run's diagonal (each cluster right after its training)."""
+    import csv
+
+    values = []
+    for order in FEWREL_ORDERS:
+        path = RESULTS / "fewrel" / f"{prefix}_{order}_s0" / "accuracy.csv"
+        with path.open(encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        names = [k for k in rows[0] if k != "row"]
+        values += [float(rows[1 + i][n]) for i, n in enumerate(names)]  # rows[0] is "before"
+    return sum(values) / len(values)
+
+
+def test_the_fewrel_paragraphs_are_the_committed_runs():
+    """Real FewRel: each strategy's pooled accuracy per order, paired differences, forgetting,
+    diagonals and A-GEM's projections."""
+    text = between("Pooled accuracy per order 0–4: SEQ", "**What local adaptation does on each")
+    fr, pa = "fewrel", "pooled_accuracy"
+
+    def fpair(a: str, b: str) -> str:
+        return flat(a, b, fr, pa)
+
+    forgets = {n: expected(fr, n, "forgetting")[0] for n in ("seq", "replay", "agem", "oml-er")}
+    assert f"SEQ {pooled_list('seq')}; REPLAY {pooled_list('replay')}." in text
+    bold = pair("replay", "seq", fr, pa).split(", ", 1)
+    assert f"**REPLAY − SEQ = {bold[0]} points, 95% CI {bold[1]}** over the 5" in text
+    gains = [a - b for a, b in zip(pooled("replay"), pooled("seq"))]
+    assert all(g > 0 for g in gains)
+    assert f"positive on each ({', '.join(signed(g) for g in gains)})" in text
+
+    assert f"A-GEM (pooled {pooled_list('agem')} over orders 0–4)" in text
+    assert f"A-GEM − SEQ = {pair('agem', 'seq', fr, pa)} over the 5 paired orders" in text
+    assert verdict("agem", "seq", fr, pa) == "not resolved"
+    assert f'REPLAY − A-GEM = **{pair("replay", "agem", fr, pa)}**, "holds"' in text
+    assert (
+        f"Its forgetting ({forgets['agem']}) is SEQ's ({forgets['seq']}), not REPLAY's "
+        f"({forgets['replay']})"
+    ) in text
+    counts = [metrics(f"agem_{o}_s0", fr)["strategy"] for o in FEWREL_ORDERS]
+    assert {c["replays"] for c in counts} == {25}
+    projected = [c["projections"] for c in counts]
+    assert projected == [14, 14, 15, 14, 14]
+    assert "25 of the stream's 400 updates, and it projected 14 of them (15 on order 2;" in text
+
+    assert f"pooled accuracy {pooled_list('mtl', ' and ')} against REPLAY's " in text
+    assert f"against REPLAY's {pooled_list('replay', ' and ')} on the same orders" in text
+    mtl = {b: pair("mtl", b, fr, pa) for b in ("replay", "agem", "seq", "mbpa++", "oml-er")}
+    assert (
+        f"MTL − REPLAY **{mtl['replay']}**, MTL − A-GEM {fpair('mtl', 'agem')}, MTL − SEQ " in text
+    )
+    assert f'MTL − SEQ {fpair("mtl", "seq")}, all "holds"' in text
+    mtl_metrics = [metrics(f"mtl_{o}_s0", fr) for o in FEWREL_ORDERS]
+    forgot = sum(m["forgetting"] for m in mtl_metrics) / 5
+    transfer = sum(m["fwt"] for m in mtl_metrics) / 5
+    assert f"barely forgot ({forgot:.1f}, against REPLAY's {forgets['replay']})" in text
+    assert f"transferred forward ({transfer:.1f})" in text
+
+    assert f"pooled accuracy {pooled_list('mbpa++', ' and ')} against" in text
+    assert (
+        f"REPLAY's {pooled_list('replay', ' and ')} and SEQ's {pooled_list('seq', ' and ')} on"
+        in text
+    )
+    assert pooled("mbpa++")[2] == pooled("seq")[2], "order 2's two equal scores"
+    assert f"happen to score {round(pooled('seq')[2] * 4)} of the 400 test" in text
+    mb = [a - b for a, b in zip(pooled("mbpa++"), pooled("seq"))]
+    assert sum(m > 0 for m in mb) == 4 and sum(abs(m) < 1e-9 for m in mb) == 1
+    assert f"MbPA++ − SEQ {fpair('mbpa++', 'seq')} (positive on four orders, level on one;" in text
+    against = f"MbPA++ − REPLAY {fpair('mbpa++', 'replay')}, MbPA++ − A-GEM "
+    assert f"{against}{fpair('mbpa++', 'agem')}: all" in text
+    assert {verdict("mbpa++", b, fr, pa) for b in ("seq", "replay", "agem")} == {"not resolved"}
+    assert f"MTL − MbPA++ {fpair('mtl', 'mbpa++')}." in text
+    text_forgets = seed0_mean("mbpa++", "forgetting")
+    assert (
+        f"Its forgetting ({expected(fr, 'mbpa++', 'forgetting')[0]}) is close to REPLAY's "
+        f"({forgets['replay']}), not the small forgetting it shows on text ({text_forgets:.1f})"
+    ) in text
+
+    assert (
+        f"pooled accuracy {pooled_list('oml-er', ' and ')}, mean **{fewrel_cell('oml-er')}**"
+        in text
+    )
+    assert (
+        f"SEQ **{fpair('oml-er', 'seq')}** and OML-ER − A-GEM **{fpair('oml-er', 'agem')}**" in text
+    )
+    assert f'OML-ER − REPLAY {fpair("oml-er", "replay")}, "not resolved"' in text
+    assert f'MTL − OML-ER {fpair("mtl", "oml-er")}, "holds"; OML-ER − MbPA++ ' in text
+    assert f"OML-ER − MbPA++ {fpair('oml-er', 'mbpa++')}." in text
+    bwt = {n: expected(fr, n, "bwt")[0].replace("-", "−") for n in ("oml-er", "replay", "anml-er")}
+    assert (
+        f"(forgetting {forgets['oml-er']} against REPLAY's {forgets['replay']}, BWT "
+        f"{bwt['oml-er']} against {bwt['replay']})"
+    ) in text
+    diag = {n: fewrel_diagonal_mean(n) for n in ("oml-er", "replay", "seq", "anml-er")}
+    assert (
+        f"{diag['oml-er']:.1f} on average against REPLAY's {diag['replay']:.1f} and SEQ's "
+        f"{diag['seq']:.1f})"
+    ) in text
+    held = {metrics(f"oml-er_{o}_s0", fr)["memory_examples"] for o in FEWREL_ORDERS}
+    assert held == {1588} and "holds 1,588 of the 1,600 sentences" in text
+
+    assert (
+        f"pooled accuracy {pooled_list('anml-er', ' and ')}, mean {fewrel_cell('anml-er')}." in text
+    )
+    anml_forgets = expected(fr, "anml-er", "forgetting")[0]
+    assert (
+        f"low forgetting ({anml_forgets} against OML-ER's {forgets['oml-er']} and REPLAY's "
+        f"{forgets['replay']}, BWT {bwt['anml-er']})"
+    ) in text
+    assert (
+        f"(mean diagonal {diag['anml-er']:.1f}, OML-ER {diag['oml-er']:.1f}, REPLAY "
+        f"{diag['replay']:.1f})"
+    ) in text
+    assert f'OML-ER − ANML-ER {fpair("oml-er", "anml-er")} ("no difference found"' in text
+    assert f'MTL − ANML-ER **{fpair("mtl", "anml-er")}**, "holds"' in text
+    assert (
+        f"ANML-ER − REPLAY {fpair('anml-er', 'replay')}, ANML-ER − A-GEM "
+        f"{fpair('anml-er', 'agem')} and ANML-ER − SEQ {fpair('anml-er', 'seq')}, all"
+    ) in text
+    gaps = {
+        b: [signed(a - c) for a, c in zip(pooled("anml-er"), pooled(b))] for b in ("seq", "agem")
+    }
+    seq, agem = (f"{', '.join(g[:-1])} and {g[-1]}" for g in gaps.values())
+    assert f"against SEQ it is {seq} on orders 0–4, against A-GEM {agem}, ahead" in text
