@@ -866,3 +866,72 @@ def test_the_fewrel_paragraphs_are_the_committed_runs():
     }
     seq, agem = (f"{', '.join(g[:-1])} and {g[-1]}" for g in gaps.values())
     assert f"against SEQ it is {seq} on orders 0–4, against A-GEM {agem}, ahead" in text
+
+
+def probe_rows(name: str) -> dict[str, dict[str, float]]:
+    """`results/adaptation_probe/<name>`'s table: task -> column -> value."""
+    path = RESULTS.parent / "adaptation_probe" / name
+    lines = [s for s in path.read_text(encoding="utf-8").splitlines() if s.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for line in lines[2:]:
+        task, *cells = (c.strip() for c in line.strip("|").split("|"))
+        rows[task] = {h: float(c) for h, c in zip(header[1:], cells) if c}
+    return rows
+
+
+def test_the_adaptation_probe_is_the_committed_probe_tables():
+    """The table and prose of "What local adaptation does on each stream" read the committed
+    output of `experiments/adaptation_probe.py` (its pooled rows, and the text run's datasets)."""
+    text = between("**What local adaptation does on each stream**", "**The campaign is complete**")
+    fewrel, words = probe_rows("fewrel_order0.md"), probe_rows("text_order_i.md")
+    columns = ("no adaptation", "as run (head)", "oracle: own label", "oracle: own task")
+    for label, rows, chance in (
+        ("FewRel order 0 (pooled)", fewrel, " (chance 1.3%)"),
+        ("text order i (average)", words, ""),
+    ):
+        p = rows["pooled"]
+        cells = [f"{p[c]:.1f}" for c in columns]
+        same, task = p["neighbours: same label"], p["same task"]
+        assert f"| {label} | {' | '.join(cells)} | {same:.1f}%{chance} | {task:.1f}% |" in (
+            RESULTS_PAGE.read_text(encoding="utf-8")
+        ), label
+    t, f = words["pooled"], fewrel["pooled"]
+    assert f"adds **{t['as run (head)'] - t['no adaptation']:.1f} points** although five" in text
+    assert 1 - t["neighbours: same label"] / 100 > 0.8, "five of six neighbours: another label"
+    names = {"yelp": "Yelp", "ag_news": "AG News", "dbpedia": "DBpedia", "amazon": "Amazon"}
+    gains = ", ".join(
+        f"{names[d]} {words[d]['no adaptation']:.1f} → {words[d]['as run (head)']:.1f}"
+        for d in names
+    )
+    assert f"it gains on every earlier dataset ({gains}) and loses on the last (Yahoo " in text
+    y = words["yahoo"]
+    assert f"(Yahoo {y['no adaptation']:.1f} → {y['as run (head)']:.1f})" in text
+    assert f"neighbours from the right dataset ({t['same task']:.1f}%) carry that" in text
+    assert f"On FewRel it adds **{f['as run (head)'] - f['no adaptation']:.1f}**:" in text
+    assert f"(the own-label oracle's {f['oracle: own label']:.1f}, an upper bound" in text
+    assert f"the answer), {f['neighbours: same label']:.1f}% of them" in text
+    over_run = f["oracle: own task"] - f["as run (head)"]
+    own_label = f["oracle: own label"] - f["as run (head)"]
+    assert (
+        f"labels unread, give {f['oracle: own task']:.1f}, {over_run:.1f} points over the nearest "
+        f"neighbours, against {own_label:.1f} for its own relation's"
+    ) in text
+    assert (
+        f"labels unread, give {t['oracle: own task']:.1f}, as much as the nearest neighbours "
+        f"({t['as run (head)']:.1f}) and {t['oracle: own task'] - t['no adaptation']:.1f} over no"
+    ) in text
+    ag, yelp = words["ag_news"], words["yelp"]
+    assert (
+        f"(AG News {ag['no adaptation']:.1f} → {ag['oracle: own task']:.1f}, Yelp "
+        f"{yelp['no adaptation']:.1f} → {yelp['oracle: own task']:.1f})"
+    ) in text
+    assert (
+        f"On FewRel they give {f['oracle: own task']:.1f}, "
+        f"{f['oracle: own task'] - f['no adaptation']:.1f} over none, against "
+        f"{f['oracle: own label'] - f['no adaptation']:.1f} for neighbours" in text
+    )
+    campaign = value("mbpa++", "0", 0, "pooled_accuracy", "fewrel")
+    assert f["as run (head)"] == round(campaign, 1)
+    assert f"reproduces its {campaign:.1f} as run" in text
+    assert t["as run (head)"] == round(value("mbpa++", "i", 0), 1), "the text run's own score"
