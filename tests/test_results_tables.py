@@ -217,6 +217,45 @@ def test_a_strategy_table_is_the_report_of_the_committed_runs(path, header, stre
         assert rows == len(every), f"{path.name}: the {stream} table has a row for each of {every}"
 
 
+def held_examples(where: str, name: str) -> str:
+    """A row's memory (examples) as the tables show it: the runs' count, ``min–max`` where
+    they differ (Meta-MbPA's diversity writes), ``–`` where the strategy keeps none."""
+    counts = {r.metrics.get("memory_examples") for r in records(where) if r.strategy == name}
+    counts.discard(None)
+    if not counts:
+        return "–"
+    low, high = int(min(counts)), int(max(counts))
+    return f"{low:,}" if low == high else f"{low:,}–{high:,}"
+
+
+def test_the_memory_columns_are_the_committed_runs():
+    """The memory columns the summary check reads to one decimal or not at all: the examples
+    (FewRel: sentences) a run's memory holds, from its metrics.json, and the megabytes, to the
+    two decimals of `lifelong report`'s cost table."""
+    for path in (RESULTS_PAGE, README):
+        (table,) = markdown_tables(path, TEXT_HEADER)
+        header = table[0]
+        for row in table[1:]:
+            name, where = strategy(row[0]), folder(row[0], "text")
+            cells = dict(zip(header, row))
+            if "memory (examples)" in cells:
+                shown = cells["memory (examples)"]
+                assert shown == held_examples(where, name), (path.name, row[0], shown)
+            if "memory (MB)" in cells:
+                costs = pareto_table(records(where))
+                # a joint learner's point is marked as one: "mtl (joint: not continual)"
+                costs.index = costs["configuration"].str.replace(" (joint: not continual)", "")
+                held = costs["memory_mb"].get(name, math.nan)  # runs before cost counting: none
+                want = "–" if math.isnan(held) else f"{held:.2f}"
+                shown = cells["memory (MB)"]
+                assert shown == want, (path.name, row[0], shown, want)
+    (table,) = markdown_tables(RESULTS_PAGE, FEWREL_HEADER)
+    column = table[0].index("memory (sentences)")
+    for row in table[1:]:
+        shown, want = row[column], held_examples("fewrel", strategy(row[0]))
+        assert shown == want, ("fewrel", row[0], shown, want)
+
+
 def test_the_fewrel_table_by_column_is_the_report_of_the_committed_runs():
     (table,) = markdown_tables(RESULTS_PAGE, FEWREL_BY_COLUMN)
     names = [strategy(n) for n in table[0][1:]]
