@@ -935,3 +935,36 @@ def test_the_adaptation_probe_is_the_committed_probe_tables():
     assert f["as run (head)"] == round(campaign, 1)
     assert f"reproduces its {campaign:.1f} as run" in text
     assert t["as run (head)"] == round(value("mbpa++", "i", 0), 1), "the text run's own score"
+
+
+def test_the_orderings_judged_prose_is_the_committed_runs():
+    """ "The papers' orderings, judged" and the claims table's preface: Meta-MbPA's scores, its
+    8-pair leads and what the seed-0 pairs alone said."""
+    text = between("### The papers' orderings, judged", "## The demo")
+    assert (
+        f"seed 0 on the four orders ({by_order('meta-mbpa', 0)}; MbPA++ {by_order('mbpa++', 0)} "
+        f"there) and at seed 1 ({by_order('meta-mbpa', 1)}; MbPA++ {by_order('mbpa++', 1)})"
+    ) in text
+    assert f"(OML-ER {flat('oml-er', 'replay').split()[0]} over 8 pairs," in text
+    assert f"ANML-ER {flat('anml-er', 'replay').split()[0]} over 4)" in text
+    leads = sum(value("meta-mbpa", o, s) > value("mbpa++", o, s) for o in ORDERS for s in (0, 1))
+    assert leads == 4
+    assert f"({pair('meta-mbpa', 'mbpa++')}, 8 pairs: it leads on four" in text
+    for b in ("oml-er", "replay"):
+        assert verdict("meta-mbpa", b) == f"meta-mbpa > {b}"
+    assert (
+        f"leads OML-ER ({pair('meta-mbpa', 'oml-er')}) and REPLAY ({pair('meta-mbpa', 'replay')})"
+    ) in text
+    seed0 = [r for r in records("text") if r.seed == 0]
+    alone = []
+    for b in ("oml-er", "replay"):
+        (found,) = compare(seed0, "meta-mbpa", b, stream="text")
+        assert found.verdict == "not resolved"
+        d = found.difference
+        alone.append(f"{signed(d.mean)}, [{signed(d.low)}, {signed(d.high)}]")
+    assert f"neither lead was resolved ({alone[0]}; {alone[1]}):" in text
+    preface = between("**The papers' orderings, every claim**", "| the papers' claim |")
+    assert (
+        f"its leads over OML-ER, {alone[0].replace(', [', ' [')}, and REPLAY, "
+        f"{alone[1].replace(', [', ' [')}, were not resolved" in preface
+    )
