@@ -968,3 +968,40 @@ def test_the_orderings_judged_prose_is_the_committed_runs():
         f"its leads over OML-ER, {alone[0].replace(', [', ' [')}, and REPLAY, "
         f"{alone[1].replace(', [', ' [')}, were not resolved" in preface
     )
+
+
+def test_the_seq_star_orders_and_the_half_rate_costs_are_the_committed_runs():
+    """SEQ*'s order i and ii readings, and what the 50% paragraph compares REPLAY with."""
+    text = between("**SEQ\\*, all four orders at two seeds", "**Why SEQ\\* stays low here")
+    star, seq = "seq-star", "seq"
+    assert round(value(star, "i", 0), 1) == round(value(seq, "i", 0), 1)
+    assert f"Order i: {one(value(star, 'i', 0))}, the same as SEQ on that order." in text
+    learnt = dict(zip(ORDERS_DATASETS["i"], diagonal_at(star, "i", "text")))
+    assert (
+        f"(AG News {one(learnt['ag_news'])} with the encoder frozen after the warm-up on Yelp, "
+        f"DBpedia {one(learnt['dbpedia'])}, Yahoo {one(learnt['yahoo'])})"
+    ) in text
+    end = last_row(star, "i")
+    earlier = [one(end[d]) for d in ORDERS_DATASETS["i"][:-1]]
+    assert (
+        f"after Yahoo the earlier four score {', '.join(earlier[:-1])} and {earlier[-1]}," in text
+    )
+    ii = last_row(star, "ii")
+    assert (
+        f"Order ii (warm-up on DBpedia): {one(value(star, 'ii', 0))} against SEQ's "
+        f"{one(value(seq, 'ii', 0))}, keeping DBpedia at {one(ii['dbpedia'])} and AG News at "
+        f"{one(ii['ag_news'])} where SEQ keeps nothing but the two rating tasks"
+    ) in text
+    kept = {d for d, v in last_row(seq, "ii").items() if v > 0}
+    assert kept == {"yelp", "amazon"}
+
+    text = between("At 50% REPLAY scores", "**SEQ\\*, all four orders at two seeds")
+    assert f"(against {listed('replay', last=' and ')} at 10%)" in text
+    from lifelong.experiment.reports.costs import pareto_table
+
+    budget = pareto_table(records("text")).set_index("configuration")  # derived for REPLAY's
+    assert f"TFLOPs a run against {budget.loc['replay', 'tflops']:.1f} (" in text
+    er = metrics("er_i_s0")
+    replayed = er["cost"]["train"]["forward_rows"] - 10_000
+    assert f"which replays {replayed:,} rows a run, one memory batch beside" in text
+    assert f"every stream batch, for {er['total_flops'] / 1e12:.1f} TFLOPs;" in text
