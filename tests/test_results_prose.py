@@ -1005,3 +1005,24 @@ def test_the_seq_star_orders_and_the_half_rate_costs_are_the_committed_runs():
     replayed = er["cost"]["train"]["forward_rows"] - 10_000
     assert f"which replays {replayed:,} rows a run, one memory batch beside" in text
     assert f"every stream batch, for {er['total_flops'] / 1e12:.1f} TFLOPs;" in text
+
+
+def test_the_campaign_paragraph_is_the_committed_runs():
+    """What the first campaign ran: the five-seed pairing of Avalanche's Naive with SEQ, and
+    each group's minutes a run (seed 0, or both seeds for Meta-MbPA)."""
+    text = between("**The campaign is complete**", "### What wins at a budget")
+    pairing = records("avalanche_pair")
+    (found,) = compare(pairing, "avalanche:naive", "seq", stream="text")
+    d = found.difference
+    assert d.n == 5 and found.verdict == "not resolved"
+    assert (
+        f"(Naive − SEQ {signed(d.mean)}, 95% CI [{signed(d.low)}, {signed(d.high)}], the same"
+        in (text)
+    )
+    meta = minutes("meta-mbpa", 0) + minutes("meta-mbpa", 1)
+    assert f"four orders ({min(meta)}–{max(meta)} minutes a run at one thread" in text
+    groups = [minutes(p, 0) for p in ("avalanche-naive", "avalanche-replay", "avalanche-ewc")]
+    shown = ", ".join(f"{min(g)}–{max(g)}" for g in groups[:2]) + f" and {min(groups[2])}–"
+    assert f"all four orders ({shown}{max(groups[2])} minutes a run)" in text
+    top = [round(value("mbpa++", o, 0, "seconds", "text_top1") / 60) for o in ORDERS]
+    assert f"last line; {min(top)}–{max(top)} minutes a run at one thread, above" in text
