@@ -1026,3 +1026,48 @@ def test_the_campaign_paragraph_is_the_committed_runs():
     assert f"all four orders ({shown}{max(groups[2])} minutes a run)" in text
     top = [round(value("mbpa++", o, 0, "seconds", "text_top1") / 60) for o in ORDERS]
     assert f"last line; {min(top)}–{max(top)} minutes a run at one thread, above" in text
+
+
+def test_the_dense_replay_costs_and_seed_zero_readings_are_the_committed_runs():
+    """`er`'s rows, compute and bytes, the minutes, and what seed 0 alone said at M = 200."""
+    from lifelong.experiment.reports.costs import pareto_table
+
+    text = between("**Dense replay**, `er` (Chaudhry", "are what differ; `make test-avalanche`")
+    er = [metrics(f"er_{o}_s{s}") for o in ORDERS for s in (0, 1)]
+    (rows,) = {m["cost"]["train"]["forward_rows"] for m in er}
+    ava = metrics("avalanche-replay_i_s1")["cost"]["train"]["forward_rows"]  # costs measured
+    assert f"{rows / 10_000:.1f}x SEQ's training rows" in text
+    assert f"second experience: {ava / 10_000:.1f}x)" in text
+    took = [round(m["seconds"] / 60) for m in er]
+    assert f"one other run for most of each, {min(took)}–{max(took)} minutes a run)" in text
+    costs = pareto_table(records("text")).set_index("configuration")
+    tflops = {n: costs.loc[n, "tflops"] for n in ("er", "replay", "mbpa++")}
+    assert (
+        f"It spends {tflops['er']:.1f} TFLOPs a run ({rows:,} training rows: the stream's 10,000 "
+        f"and {rows - 10_000:,} replayed; {tflops['er'] / tflops['replay']:.1f}x REPLAY's "
+        f"{tflops['replay']:.1f}, under MbPA++'s {tflops['mbpa++']:.1f}) and holds "
+        f"{costs.loc['er', 'memory_mb']:.2f} MB."
+    ) in text
+    assert tflops["er"] < tflops["mbpa++"]
+
+    small = [metrics(f"er_{o}_s{s}", "text_er200") for o in ORDERS for s in (0, 1)]
+    took = [round(m["seconds"] / 60) for m in small]  # orders by seed: i s0, i s1, ii s0, ...
+    first, rest = took[0:3:2], took[1:2] + took[3:]
+    assert len(set(first)) == 1, "seed 0's orders i and ii took as long"
+    assert f"beside the test suite, {first[0]} minutes a run;" in text
+    assert f"at one thread each, {min(rest)}–{max(rest)} minutes a run)" in text
+    kb = [m["memory_bytes"] / 1000 for m in small]
+    ava_kb = {metrics(f"avalanche-replay_{o}_s1")["memory_bytes"] / 1000 for o in ORDERS}
+    assert f"`er`'s memory is {round(min(kb))}–{round(max(kb))} KB" in text
+    assert f"against Avalanche's {round(max(ava_kb))} KB (int64 patterns" in text
+    both = [r for r in find_runs([RESULTS / "text", RESULTS / "text_er200"]) if r.seed == 0]
+    seed0 = []
+    for b in ("avalanche:replay", "er (memory_size=10000)"):
+        (found,) = compare(both, "er (memory_size=200)", b, stream="text")
+        d = found.difference
+        assert found.verdict == "not resolved", b
+        seed0.append(f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]")
+    assert f"(over seed 0's four pairs alone it was {seed0[0]})" in text
+    assert f"at seed 0 the two were level, {seed0[1]} over its 4 pairs" in text
+    under = [value("er", o, 1, folder="text_er200") < value("er", o, 1) for o in ORDERS]
+    assert all(under), "at seed 1 the 200 are under on every order"
