@@ -1071,3 +1071,60 @@ def test_the_dense_replay_costs_and_seed_zero_readings_are_the_committed_runs():
     assert f"at seed 0 the two were level, {seed0[1]} over its 4 pairs" in text
     under = [value("er", o, 1, folder="text_er200") < value("er", o, 1) for o in ORDERS]
     assert all(under), "at seed 1 the 200 are under on every order"
+
+
+def test_the_prototype_and_front_notes_are_the_committed_runs():
+    """The memory-front note, NCM's and RanPAC's costs and minutes, and DER++/LwF's minutes."""
+    from lifelong.experiment.reports.costs import pareto_table
+
+    text = between("### What wins at a budget", "**After SEQ\\*'s warm-up.**")
+    figure = pareto_table(find_runs([RESULTS / "text", RESULTS / "text_er200"]))
+    figure = figure.set_index("configuration")
+    mb = figure["memory_mb"]
+    assert f"200 ({mb['avalanche:replay']:.2f} MB, int64 patterns padded to 64)" in text
+    assert f"NCM's class sums ({mb['ncm']:.2f} MB)" in text
+    top = figure["tflops"].idxmax()
+    assert top == "mbpa++"
+    assert (
+        f"MbPA++ spends the most compute of all ({figure.loc[top, 'tflops']:.1f} TFLOPs, an upper "
+        f"bound: its test-time neighbour passes) for {figure.loc[top, 'mean']:.1f}."
+    ) in text
+    ncm = [value("ncm", o, 0) for o in ORDERS]
+    assert len({round(v, 1) for v in ncm}) == 1
+    assert f"scores {ncm[0]:.1f} in every order" in text
+    forgets = [expected("text", n, "forgetting")[0] for n in ("seq", "ncm")]
+    assert f"(SEQ forgets {forgets[0]} points, NCM {forgets[1]}:" in text
+    budget = pareto_table(records("text")).set_index("configuration")
+    assert budget.loc["ncm", "tflops"] < budget.loc["seq", "tflops"] / 2 * 1.1, "half SEQ's"
+    ranpac = budget.loc["ranpac"]
+    seq_tflops = budget.loc["seq", "tflops"]
+    took = minutes("ranpac", 0) + minutes("ranpac", 1)
+    assert f"one other run, {min(took)}–{max(took)} minutes a run)" in text
+    assert (
+        f"{ranpac['tflops']:.1f} TFLOPs (the encoder's forward passes, the projection, the Gram "
+        f"updates and the per-task ridge solves; {ranpac['tflops'] / seq_tflops:.2f}x SEQ's "
+        f"{seq_tflops:.1f})"
+    ) in text
+    assert f"any strategy here, {ranpac['memory_mb']:.0f} MB (the 10,000" in text
+    assert budget["memory_mb"].idxmax() == "ranpac"
+
+    text = between("**Avalanche's DER++ and LwF**", "**Where the forgetting is**")
+    der, lwf = minutes("avalanche-der", 0), minutes("avalanche-lwf", 0)
+    assert f"one thread beside one other run, {min(der)}–{max(der)} and {min(lwf)}–{max(lwf)}" in (
+        text
+    )
+
+
+def test_the_warm_up_costs_are_the_committed_runs():
+    text = between("**After SEQ\\*'s warm-up.**", "**Dense replay**")
+    from lifelong.experiment.reports.costs import pareto_table
+
+    both = pareto_table(find_runs([RESULTS / "text", RESULTS / "text_warm"]))
+    tflops = both.set_index("configuration")["tflops"]
+    pairs = [
+        (f"{n} (warmup_fraction=0.375)", f"{n} (warmup_fraction=0.0)") for n in ("ncm", "ranpac")
+    ]
+    shown = [f"{tflops[w]:.1f}" for w, _ in pairs] + [f"{tflops[c]:.1f}" for _, c in pairs]
+    assert f"({shown[0]} against {shown[2]} for NCM, {shown[1]} against {shown[3]} for RanPAC)" in (
+        text
+    )
