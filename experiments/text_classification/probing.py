@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from real_budget import add_grid_arguments, budget_sweep, collected, emit, run_all, summaries
@@ -28,14 +28,15 @@ from lifelong.experiment.reports import PROBING_METRICS
 METRICS = ("average_accuracy", *PROBING_METRICS)
 
 
-def table(root: Path) -> str:
+def table(root: Path, grid: Collection[str] | None = None) -> str:
     """Markdown rows: strategy, runs, then mean [95% CI] of each metric; then one row over every
-    run (``all``): how much of the forgetting is the representation's, whatever the strategy."""
+    run (``all``): how much of the forgetting is the representation's, whatever the strategy.
+    ``grid`` keeps only those run folders (the strategies, orders and seeds asked for)."""
     header = "| strategy | runs | " + " | ".join(METRICS) + " |"
     lines = [header, "|---|---|" + "---|" * len(METRICS)]
-    rows = summaries(root, METRICS)
+    rows = summaries(root, METRICS, grid)
     if len(rows) > 1:
-        rows += summaries(root, METRICS, pooled="all")
+        rows += summaries(root, METRICS, grid, pooled="all")
     for strategy, runs, cells in rows:
         lines.append(f"| {strategy} | {runs} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n"
@@ -54,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         run_all([sweep])
         root = sweep.root
-    emit(table(root), args.out)
+    emit(table(root, {p.run_dir.name for p in sweep.points()}), args.out)
 
 
 if __name__ == "__main__":

@@ -65,3 +65,23 @@ def test_the_tables_give_each_folder_its_rows_with_intervals(
     missing = {"none": tmp_path / "absent", "0.375": roots[200]}
     warm = warmed_prototypes.table(missing, {"er_i_s0"})
     assert warm.splitlines()[2:] == ["| er | 0.375 | 60.0 | 6.0 | 1 |"]
+
+
+def test_the_probing_table_keeps_the_runs_asked_for(probing, tmp_path):
+    """``--strategies``/``--orders`` select the table's runs: a folder that also holds other
+    strategies' probing runs (as results/real_budget/text_probe does) does not change it."""
+    import shutil
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parents[2] / "results" / "real_budget" / "text_probe"
+    for name in ("seq_i_s0", "replay_i_s0"):
+        shutil.copytree(committed / name, tmp_path / name)
+    both = probing.table(tmp_path)
+    assert [line.split(" | ")[0] for line in both.splitlines()[2:]] == [
+        "| replay",
+        "| seq",
+        "| all",
+    ]
+    only = probing.table(tmp_path, {"seq_i_s0"})
+    assert [line.split(" | ")[0] for line in only.splitlines()[2:]] == ["| seq"]
+    assert only.splitlines()[2] in both.splitlines()
