@@ -423,6 +423,74 @@ def test_the_probing_statement_is_the_committed_probing_run(load_script):
     assert float(interval.strip("[]").split(", ")[1]) < 10  # "at most a tenth"
 
 
+def test_mbpa_under_the_probe_is_the_committed_probing_runs(load_script):
+    """MbPA++'s probing runs: probing.py's table, the split of its forgetting, its matrices
+    against the budget runs', and the share over SEQ, REPLAY and MbPA++."""
+    import csv
+    import json
+
+    probing = load_script("text_classification/probing.py")
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- probing-mbpa -->\n(.*?)<!-- /probing-mbpa -->", page, re.S)
+    grid = ["--orders", "i,ii", "--seeds", "0"]
+    out = io_of(probing.main, ["--collected", str(RESULTS), "--strategies", "mbpa++", *grid])
+    assert block and block.group(1).strip() == out[out.index("| strategy") :].strip()
+    text = " ".join(page.split())
+
+    def one(x: float) -> str:
+        return f"{x:.1f}".replace("-", "−")
+
+    runs = [matrices(RESULTS / "text_probe" / f"mbpa++_{o}_s0")[0] for o in ("i", "ii")]
+    seq = [matrices(RESULTS / "text_probe" / f"seq_{o}_s0")[0] for o in ("i", "ii")]
+    took = [round(m["seconds"] / 60) for m in runs]
+    assert f"run, {took[0]} and {took[1]} minutes a run;" in text
+
+    def both(key: str, ms=runs) -> tuple[str, str]:
+        return one(ms[0][key]), one(ms[1][key])
+
+    f, p, h = both("forgetting"), both("probe_forgetting"), both("head_forgetting")
+    assert f"MbPA++ forgets {f[0]} points on order i and {f[1]} on order ii;" in text
+    assert f"its probe's part is {p[0]} and {p[1]}, and the rest, {h[0]} and {h[1]}," in text
+    sh = both("head_forgetting", seq)
+    assert f"where SEQ's head loses {sh[0]} and {sh[1]}." in text
+    before = {one(m["probe_before"]) for m in runs}
+    (start,) = before  # the same pre-trained encoder on both orders
+    after = both("probe_average_accuracy")
+    assert (
+        f"rises from {start} on the pre-trained encoder to {after[0]} and {after[1]} after" in text
+    )
+
+    def matrix(folder: str, order: str) -> list[dict]:
+        path = RESULTS / folder / f"mbpa++_{order}_s0" / "accuracy.csv"
+        with path.open(encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+
+    assert matrix("text_probe", "ii") == matrix("text", "ii")
+    probed, budget = matrix("text_probe", "i"), matrix("text", "i")
+    differ = [
+        (a["row"], k, float(a[k]), float(b[k]))
+        for a, b in zip(probed, budget)
+        for k in a
+        if k != "row" and a[k] != b[k]
+    ]
+    ((row, dataset, now, then),) = differ
+    assert (row, dataset) == ("after yahoo", "yahoo")
+    assert f"Yahoo after the last task, {now:.1f} against {then:.1f} (one test row of 300)" in text
+    assert round(abs(now - then) * 3) == 1  # a test row is 1/3 of a point
+    budget_forgetting = json.loads((RESULTS / "text" / "mbpa++_i_s0" / "metrics.json").read_text())[
+        "forgetting"
+    ]
+    assert budget_forgetting == pytest.approx(runs[0]["forgetting"])
+    out = io_of(
+        probing.main, ["--collected", str(RESULTS), "--strategies", "seq,replay,mbpa++", *grid]
+    )
+    pooled = next(r for r in out.splitlines() if r.startswith("| all |")).split(" | ")
+    assert pooled[1] == "6"
+    share = pooled[2 + probing.METRICS.index("probe_share")].replace("-", "−")
+    mean, interval = share.split(" ", 1)
+    assert f"the representation's share of the forgetting is {mean}% (95% CI {interval})." in text
+
+
 def matrices(run: Path) -> tuple[dict, dict, dict]:
     """A probing run's metrics, and its probing and accuracy matrices by row name."""
     import csv
