@@ -124,8 +124,8 @@ class StandsFor:
 
     E.g. OML-ER's ``outer_lr`` of 0 means the run's learning rate: ``StandsFor("lr", 0.0)``.
     Reports that name a run's configuration (`lifelong.experiment.rundir.distinguish_variants`)
-    read the value it ran with from ``key``, a run-config key (`lifelong.experiment.config.RunConfig`'s),
-    so a run left at the sentinel is not labelled by it (``outer_lr=0.0`` would read as zero).
+    read the value it ran with from ``key``, a key of `lifelong.experiment.config.RunConfig`, so
+    a run left at the sentinel is not labelled by it (``outer_lr=0.0`` would read as zero).
     """
 
     key: str
