@@ -9,11 +9,14 @@ number typed by hand, or left behind when runs are added, fails here.
 
 from __future__ import annotations
 
+import csv
 import json
 from functools import cache
 
+from lifelong.experiment.reports.costs import pareto_table
 from lifelong.experiment.reports.stats import t_interval
 from lifelong.experiment.rundir import find_runs
+from lifelong.streams import ORDERS as STREAM_ORDERS
 from tests.test_results_tables import (
     ORDERS,
     RESULTS,
@@ -23,6 +26,9 @@ from tests.test_results_tables import (
     records,
     signed,
 )
+
+ORDERS_DATASETS = {o: tuple(STREAM_ORDERS[o]) for o in ORDERS}
+"""The paper orders' datasets, in task order (`lifelong.streams.ORDERS`)."""
 
 SEED_ONE_NAMES = {
     "SEQ": "seq",
@@ -290,8 +296,6 @@ def test_the_replay_rate_prose_beyond_its_table_is_the_committed_runs():
 @cache
 def last_row(prefix: str, order: str, seed: int = 0) -> dict[str, float]:
     """A run's accuracy after its last task, by dataset (its ``accuracy.csv``)."""
-    import csv
-
     path = RESULTS / "text" / f"{prefix}_{order}_s{seed}" / "accuracy.csv"
     with path.open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -299,17 +303,16 @@ def last_row(prefix: str, order: str, seed: int = 0) -> dict[str, float]:
 
 
 def diagonal(prefix: str, order: str, seed: int = 0) -> dict[str, float]:
-    """Each task's accuracy right after training on it."""
-    import csv
+    """Each task's accuracy right after training on it, by dataset (the budget's runs)."""
+    return dict(zip(ORDERS_DATASETS[order], diagonal_at(prefix, order, "text", seed)))
 
-    path = RESULTS / "text" / f"{prefix}_{order}_s{seed}" / "accuracy.csv"
+
+def diagonal_at(prefix: str, order: str, folder: str, seed: int = 0) -> list[float]:
+    """Each task's accuracy right after training on it, in the order's task order."""
+    path = RESULTS / folder / f"{prefix}_{order}_s{seed}" / "accuracy.csv"
     with path.open(encoding="utf-8") as handle:
         rows = {row["row"]: row for row in csv.DictReader(handle)}
-    return {
-        k.removeprefix("after "): float(r[k.removeprefix("after ")])
-        for k, r in rows.items()
-        if k.startswith("after ")
-    }
+    return [float(rows[f"after {d}"][d]) for d in ORDERS_DATASETS[order]]
 
 
 def test_the_central_effects_paragraphs_are_the_committed_runs():
@@ -477,31 +480,6 @@ def test_the_oml_er_paragraph_is_the_committed_runs():
     assert f"within {seed_gap('oml-er'):.1f} points of the first on every order" in text
 
 
-ORDERS_DATASETS = {
-    "i": ("yelp", "ag_news", "dbpedia", "amazon", "yahoo"),
-    "ii": ("dbpedia", "yahoo", "ag_news", "amazon", "yelp"),
-    "iii": ("yelp", "yahoo", "amazon", "dbpedia", "ag_news"),
-    "iv": ("ag_news", "yelp", "amazon", "yahoo", "dbpedia"),
-}
-"""The paper orders' datasets (`lifelong.streams.ORDERS`, checked below)."""
-
-
-def test_the_orders_the_prose_reads_are_the_streams():
-    from lifelong.streams import ORDERS as STREAM_ORDERS
-
-    assert {o: tuple(STREAM_ORDERS[o]) for o in ORDERS} == ORDERS_DATASETS
-
-
-def diagonal_at(prefix: str, order: str, folder: str, seed: int = 0) -> list[float]:
-    """Each task's accuracy right after training on it, in the order's task order."""
-    import csv
-
-    path = RESULTS / folder / f"{prefix}_{order}_s{seed}" / "accuracy.csv"
-    with path.open(encoding="utf-8") as handle:
-        rows = {row["row"]: row for row in csv.DictReader(handle)}
-    return [float(rows[f"after {d}"][d]) for d in ORDERS_DATASETS[order]]
-
-
 def flat(a: str, b: str, stream: str = "text", metric: str = "average_accuracy") -> str:
     """``+x [low, high]``: a paired difference as the prose writes it without a comma."""
     return pair(a, b, stream, metric).replace(", [", " [")
@@ -640,8 +618,6 @@ def test_the_top1_reading_is_the_committed_runs():
     assert f"(it was [{d.low:.1f}, {d.high:+.1f}] over orders i to iii)" in text
 
     def ends(order: str) -> tuple[dict, dict]:
-        import csv
-
         rows = []
         for folder in (top, head):
             path = RESULTS / folder / f"mbpa++_{order}_s0" / "accuracy.csv"
@@ -702,8 +678,6 @@ def test_the_text_agem_paragraphs_are_the_committed_runs():
         f"(DBpedia {one(learnt['dbpedia'])} right after training on it, Yahoo "
         f"{one(learnt['yahoo'])}; AG News {one(learnt['ag_news'])})"
     ) in text
-    import csv
-
     path = RESULTS / low_lr / "oml-er_i_s0" / "accuracy.csv"
     with path.open(encoding="utf-8") as handle:
         final = list(csv.DictReader(handle))[-1]
@@ -744,8 +718,6 @@ def fewrel_cell(name: str, metric: str = "pooled_accuracy") -> str:
 
 def fewrel_diagonal_mean(prefix: str) -> float:
     """The mean of every FewRel run's diagonal (each cluster right after its training)."""
-    import csv
-
     values = []
     for order in FEWREL_ORDERS:
         path = RESULTS / "fewrel" / f"{prefix}_{order}_s0" / "accuracy.csv"
@@ -997,8 +969,6 @@ def test_the_seq_star_orders_and_the_half_rate_costs_are_the_committed_runs():
 
     text = between("At 50% REPLAY scores", "**SEQ\\*, all four orders at two seeds")
     assert f"(against {listed('replay', last=' and ')} at 10%)" in text
-    from lifelong.experiment.reports.costs import pareto_table
-
     budget = pareto_table(records("text")).set_index("configuration")  # derived for REPLAY's
     assert f"TFLOPs a run against {budget.loc['replay', 'tflops']:.1f} (" in text
     er = metrics("er_i_s0")
@@ -1030,8 +1000,6 @@ def test_the_campaign_paragraph_is_the_committed_runs():
 
 def test_the_dense_replay_costs_and_seed_zero_readings_are_the_committed_runs():
     """`er`'s rows, compute and bytes, the minutes, and what seed 0 alone said at M = 200."""
-    from lifelong.experiment.reports.costs import pareto_table
-
     text = between("**Dense replay**, `er` (Chaudhry", "are what differ; `make test-avalanche`")
     er = [metrics(f"er_{o}_s{s}") for o in ORDERS for s in (0, 1)]
     (rows,) = {m["cost"]["train"]["forward_rows"] for m in er}
@@ -1075,8 +1043,6 @@ def test_the_dense_replay_costs_and_seed_zero_readings_are_the_committed_runs():
 
 def test_the_prototype_and_front_notes_are_the_committed_runs():
     """The memory-front note, NCM's and RanPAC's costs and minutes, and DER++/LwF's minutes."""
-    from lifelong.experiment.reports.costs import pareto_table
-
     text = between("### What wins at a budget", "**After SEQ\\*'s warm-up.**")
     figure = pareto_table(find_runs([RESULTS / "text", RESULTS / "text_er200"]))
     figure = figure.set_index("configuration")
@@ -1117,8 +1083,6 @@ def test_the_prototype_and_front_notes_are_the_committed_runs():
 
 def test_the_warm_up_costs_are_the_committed_runs():
     text = between("**After SEQ\\*'s warm-up.**", "**Dense replay**")
-    from lifelong.experiment.reports.costs import pareto_table
-
     both = pareto_table(find_runs([RESULTS / "text", RESULTS / "text_warm"]))
     tflops = both.set_index("configuration")["tflops"]
     pairs = [
