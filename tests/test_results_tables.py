@@ -491,6 +491,53 @@ def test_mbpa_under_the_probe_is_the_committed_probing_runs(load_script):
     assert f"the representation's share of the forgetting is {mean}% (95% CI {interval})." in text
 
 
+def test_er_under_the_probe_is_the_committed_probing_runs(load_script):
+    """`er`'s probing runs: probing.py's table, the split of a forgetting near zero, the probe's
+    final averages beside SEQ's and MbPA++'s, and matrices equal to the budget runs'."""
+    probing = load_script("text_classification/probing.py")
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    block = re.search(r"<!-- probing-er -->\n(.*?)<!-- /probing-er -->", page, re.S)
+    grid = ["--orders", "i,ii", "--seeds", "0"]
+    out = io_of(probing.main, ["--collected", str(RESULTS), "--strategies", "er", *grid])
+    assert block and block.group(1).strip() == out[out.index("| strategy") :].strip()
+    text = " ".join(page.split())
+
+    def one(x: float) -> str:
+        return f"{x:.1f}".replace("-", "−")
+
+    def run(name: str, order: str) -> dict:
+        return matrices(RESULTS / "text_probe" / f"{name}_{order}_s0")[0]
+
+    er = [run("er", o) for o in ("i", "ii")]
+    took = [round(m["seconds"] / 60) for m in er]
+    assert f"run, {took[0]} and {took[1]} minutes a run;" in text
+    f, p, h = (
+        [one(m[k]) for m in er] for k in ("forgetting", "probe_forgetting", "head_forgetting")
+    )
+    assert er[1]["forgetting"] < 0 < er[0]["forgetting"] < 1
+    assert (
+        f"`er` forgets {f[0]} points on order i and {f[1]} on order ii (a later dataset lifted an "
+        f"earlier one), its probe {p[0]} and {p[1]}, its head {h[0]} and {h[1]}."
+    ) in text
+    ratio = 100 * er[0]["probe_forgetting"] / er[0]["forgetting"]
+    assert f"share, {ratio:.0f}%, is order i's {p[0]} of {f[0]}," in text
+    final = {
+        n: [one(run(n, o)["probe_average_accuracy"]) for o in ("i", "ii")]
+        for n in ("er", "seq", "mbpa++")
+    }
+    assert (
+        f"after the stream {final['er'][0]} and {final['er'][1]}, against SEQ's {final['seq'][0]} "
+        f"and {final['seq'][1]} and MbPA++'s {final['mbpa++'][0]} and {final['mbpa++'][1]})"
+    ) in text
+    for order in ("i", "ii"):
+        probed = (RESULTS / "text_probe" / f"er_{order}_s0" / "accuracy.csv").read_text()
+        assert probed == (RESULTS / "text" / f"er_{order}_s0" / "accuracy.csv").read_text()
+    for name in ("seq", "replay"):  # "as SEQ's and REPLAY's are"
+        for order in ("i", "ii"):
+            probed = (RESULTS / "text_probe" / f"{name}_{order}_s0" / "accuracy.csv").read_text()
+            assert probed == (RESULTS / "text" / f"{name}_{order}_s0" / "accuracy.csv").read_text()
+
+
 def matrices(run: Path) -> tuple[dict, dict, dict]:
     """A probing run's metrics, and its probing and accuracy matrices by row name."""
     import csv
