@@ -411,6 +411,13 @@ def test_the_probing_statement_is_the_committed_probing_run(load_script):
     assert f"SEQ's head forgetting is {head} points and its probe's {represented}:" in text
     parts = [f"{one(m['probe_forgetting'])} of {one(m['forgetting'])}" for m in (metrics, second)]
     assert f"({', '.join(parts)})" in text
+    first, _, _ = matrices(RESULTS / "text_probe" / "replay_i_s0")
+    assert first["forgetting"] < metrics["forgetting"] / 2 * 1.1  # "half as much" as SEQ
+    assert (
+        f"REPLAY forgets half as much ({one(first['forgetting'])}) and the split is the same: "
+        f"{one(first['probe_forgetting'])} in the representation, "
+        f"{one(first['head_forgetting'])} in the head."
+    ) in text
     replay, _, _ = matrices(RESULTS / "text_probe" / "replay_ii_s0")
     assert (
         f"it forgets {one(replay['forgetting'])} points, its probe "
