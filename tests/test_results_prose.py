@@ -92,6 +92,20 @@ def verdict(a: str, b: str, stream: str = "text", metric: str = "average_accurac
     return found.verdict
 
 
+def check_stated(
+    text: str,
+    stated: dict[str, tuple[str, str, str]],
+    stream: str = "text",
+    metric: str = "average_accuracy",
+) -> None:
+    """Each ``{words before: (a, b, verdict)}``: the prose gives ``pair(a, b)`` after the words
+    (closing a bold opened by them) and the report's verdict on a − b is the one named."""
+    for before, (a, b, judged) in stated.items():
+        shown = pair(a, b, stream, metric) + ("**" if before.endswith("**") else "")
+        assert f"{before}{shown}" in text, (before, shown)
+        assert verdict(a, b, stream, metric) == judged, (a, b)
+
+
 def seed_gap(prefix: str) -> float:
     """The largest difference between a strategy's two seeds on one order."""
     return max(abs(value(prefix, o, 1) - value(prefix, o, 0)) for o in ORDERS)
@@ -199,9 +213,7 @@ def test_the_headline_in_full_states_the_committed_runs():
         "; MbPA++ − MbPA ": ("mbpa++", "mbpa", "mbpa++ > mbpa"),
         "(MTL − REPLAY ": ("mtl", "replay", "mtl > replay"),
     }
-    for before, (a, b, judged) in stated.items():
-        assert f"{before}{pair(a, b)}" in text, (before, pair(a, b))
-        assert verdict(a, b) == judged, (a, b)
+    check_stated(text, stated)
     rand = compare(records("text"), "mbpa++", "mbpa++-rand", stream="text")[0].difference
     assert f"loses {rand.mean:.1f} ([{signed(rand.low)}, {signed(rand.high)}])" in text
 
@@ -215,11 +227,7 @@ def test_the_headline_in_full_states_the_committed_runs():
         "and level with MTL (": ("er", "mtl", "not resolved"),
     }
     pooled = "pooled_accuracy"
-    for before, (a, b, judged) in fewrel.items():
-        shown = pair(a, b, "fewrel", pooled)
-        bold = "**" if before.endswith("**") else ""
-        assert f"{before}{shown}{bold}" in text, (before, shown)
-        assert verdict(a, b, "fewrel", pooled) == judged, (a, b)
+    check_stated(text, fewrel, "fewrel", pooled)
 
     def cell(name: str, metric: str = pooled) -> str:
         mean, *bounds = expected("fewrel", name, metric)

@@ -374,9 +374,6 @@ def test_the_probing_statement_is_the_committed_probing_run(load_script):
     text = " ".join(page.split())
     last = "after yahoo"
 
-    def one(x: float | str) -> str:
-        return f"{float(x):.1f}".replace("-", "−")
-
     assert (
         f"the SEQ run's probe reads AG News at {one(probe[last]['ag_news'])} and DBpedia at "
         f"{one(probe[last]['dbpedia'])}, where SEQ's own head scores "
@@ -430,6 +427,26 @@ def test_the_probing_statement_is_the_committed_probing_run(load_script):
     assert float(interval.strip("[]").split(", ")[1]) < 10  # "at most a tenth"
 
 
+PROBING_GRID = ["--orders", "i,ii", "--seeds", "0"]
+"""The probing runs' orders and seed, as the results page's commands give them."""
+
+
+def probing_block(probing, marker: str, strategies: str) -> str:
+    """The page's ``<!-- marker -->`` block, checked to be `probing.py --collected` of the
+    committed runs of ``strategies``; returns the page's text with line breaks as spaces."""
+    page = RESULTS_PAGE.read_text(encoding="utf-8")
+    block = re.search(rf"<!-- {marker} -->\n(.*?)<!-- /{marker} -->", page, re.S)
+    argv = ["--collected", str(RESULTS), "--strategies", strategies, *PROBING_GRID]
+    out = io_of(probing.main, argv)
+    assert block and block.group(1).strip() == out[out.index("| strategy") :].strip(), marker
+    return " ".join(page.split())
+
+
+def one(x: float | str) -> str:
+    """A number as the prose prints it: one decimal, a true minus."""
+    return f"{float(x):.1f}".replace("-", "−")
+
+
 def test_mbpa_under_the_probe_is_the_committed_probing_runs(load_script):
     """MbPA++'s probing runs: probing.py's table, the split of its forgetting, its matrices
     against the budget runs', and the share over SEQ, REPLAY and MbPA++."""
@@ -437,16 +454,7 @@ def test_mbpa_under_the_probe_is_the_committed_probing_runs(load_script):
     import json
 
     probing = load_script("text_classification/probing.py")
-    page = RESULTS_PAGE.read_text(encoding="utf-8")
-    block = re.search(r"<!-- probing-mbpa -->\n(.*?)<!-- /probing-mbpa -->", page, re.S)
-    grid = ["--orders", "i,ii", "--seeds", "0"]
-    out = io_of(probing.main, ["--collected", str(RESULTS), "--strategies", "mbpa++", *grid])
-    assert block and block.group(1).strip() == out[out.index("| strategy") :].strip()
-    text = " ".join(page.split())
-
-    def one(x: float) -> str:
-        return f"{x:.1f}".replace("-", "−")
-
+    text = probing_block(probing, "probing-mbpa", "mbpa++")
     runs = [matrices(RESULTS / "text_probe" / f"mbpa++_{o}_s0")[0] for o in ("i", "ii")]
     seq = [matrices(RESULTS / "text_probe" / f"seq_{o}_s0")[0] for o in ("i", "ii")]
     took = [round(m["seconds"] / 60) for m in runs]
@@ -489,7 +497,8 @@ def test_mbpa_under_the_probe_is_the_committed_probing_runs(load_script):
     ]
     assert budget_forgetting == pytest.approx(runs[0]["forgetting"])
     out = io_of(
-        probing.main, ["--collected", str(RESULTS), "--strategies", "seq,replay,mbpa++", *grid]
+        probing.main,
+        ["--collected", str(RESULTS), "--strategies", "seq,replay,mbpa++", *PROBING_GRID],
     )
     pooled = next(r for r in out.splitlines() if r.startswith("| all |")).split(" | ")
     assert pooled[1] == "6"
@@ -502,15 +511,7 @@ def test_er_under_the_probe_is_the_committed_probing_runs(load_script):
     """`er`'s probing runs: probing.py's table, the split of a forgetting near zero, the probe's
     final averages beside SEQ's and MbPA++'s, and matrices equal to the budget runs'."""
     probing = load_script("text_classification/probing.py")
-    page = RESULTS_PAGE.read_text(encoding="utf-8")
-    block = re.search(r"<!-- probing-er -->\n(.*?)<!-- /probing-er -->", page, re.S)
-    grid = ["--orders", "i,ii", "--seeds", "0"]
-    out = io_of(probing.main, ["--collected", str(RESULTS), "--strategies", "er", *grid])
-    assert block and block.group(1).strip() == out[out.index("| strategy") :].strip()
-    text = " ".join(page.split())
-
-    def one(x: float) -> str:
-        return f"{x:.1f}".replace("-", "−")
+    text = probing_block(probing, "probing-er", "er")
 
     def run(name: str, order: str) -> dict:
         return matrices(RESULTS / "text_probe" / f"{name}_{order}_s0")[0]
