@@ -32,6 +32,7 @@ from lifelong.streams.registry import spec_from_mapping
 
 if TYPE_CHECKING:
     from lifelong.learner import StreamResult
+    from lifelong.options import StandsFor
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +193,8 @@ def distinguish_variants(records: Sequence[RunRecord]) -> list[RunRecord]:
             settings = [
                 {**{k: defaults[k] for k in optional if k in defaults}, **s} for s in settings
             ]
-            settings = [_resolved(s, r.config, strategy) for s, r in zip(settings, group)]
+            markers = _stands_for(strategy)  # once a group: read from the options class
+            settings = [_resolved(s, r.config, markers) for s, r in zip(settings, group)]
         differing = sorted(
             k for k in shared | optional if len({repr(s.get(k, "default")) for s in settings}) > 1
         )
@@ -229,17 +231,24 @@ def _options_class(strategy: str) -> type | None:
         return None
 
 
-def _resolved(settings: dict[str, Any], config: Mapping[str, Any], strategy: str) -> dict:
+def _stands_for(strategy: str) -> dict[str, StandsFor]:
+    """A registered strategy's options that carry `StandsFor` (``{}`` if not registered)."""
+    from lifelong.options import stands_for
+
+    cls = _options_class(strategy)
+    return stands_for(cls) if cls else {}
+
+
+def _resolved(
+    settings: dict[str, Any], config: Mapping[str, Any], markers: Mapping[str, StandsFor]
+) -> dict:
     """``settings`` with each option at its `StandsFor` sentinel read from the run's config.
 
     OML-ER's ``outer_lr`` of 0 is the run's ``lr``; a run whose config lacks the key keeps the
     sentinel.
     """
-    from lifelong.options import stands_for
-
-    cls = _options_class(strategy)
     resolved = dict(settings)
-    for name, marker in (stands_for(cls) if cls else {}).items():
+    for name, marker in markers.items():
         key = f"options.{name}"
         if resolved.get(key, marker) == marker.sentinel and config.get(marker.key) is not None:
             resolved[key] = config[marker.key]

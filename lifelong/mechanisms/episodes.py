@@ -36,7 +36,6 @@ from lifelong.options import (
     NonNegativeFloat,
     PositiveFloat,
     PositiveInt,
-    Range,
     StandsFor,
     option_group,
 )
@@ -68,7 +67,7 @@ class MetaReplayOptions(ReplayOptions, ReplayLossOptions, WriteOptions, ClipOpti
     inner_lr: PositiveFloat = 1e-3  # α: inner-loop and meta-test SGD step (--inner_lr 0.001)
     meta_test: bool = True  # adapt on m memory batches before predicting (each strategy's part)
     # β of the outer Adam (--meta_lr 3e-5); 0 = the run's lr
-    outer_lr: Annotated[float, Range(min=0), StandsFor("lr", 0.0)] = 0.0
+    outer_lr: Annotated[NonNegativeFloat, StandsFor("lr", 0.0)] = 0.0
     replay_mode: Literal["mean", "sum_batches"] = "sum_batches"  # cls_*.py sum query grads
     max_grad_norm: NonNegativeFloat = 0.0  # outer-update clip; 0 = none (cls_*.py never clip)
     # dropout while meta-training: Holla never calls .train() on BERT (transformers 3.0.2's
