@@ -7,8 +7,10 @@
 Defaults to the embedded demo config (bundled sample, order i, MiniLM) and every registered
 strategy; each run also writes its own run directory. Columns: the four metrics (from the F1
 matrix on QA; ``n/a`` where a metric is undefined, as BWT, FWT and forgetting are for a joint
-learner), the examples the strategy's memory holds at the end, the replays it took, and the
-minutes the run took (its ``metrics.json`` ``seconds``). ``--collected DIR`` runs nothing: it
+learner), the examples the strategy's memory holds at the end, the replays it took, the wall minutes the
+run took (its ``metrics.json`` ``seconds``) and its CPU minutes (``cpu_seconds``, all threads:
+unlike wall minutes they do not grow while the run waits for a core another process holds, so
+they compare runs made on a busy machine; blank for runs written before they were counted). ``--collected DIR`` runs nothing: it
 prints the same table from the finished runs under DIR (one per strategy), in registry order.
 """
 
@@ -26,8 +28,8 @@ from lifelong.experiment.runs import run
 from lifelong.files import atomic_write_text
 
 HEADER = (
-    "| strategy | average accuracy | BWT | FWT | forgetting | memory examples | replays | min |\n"
-    "|---|---|---|---|---|---|---|---|"
+    "| strategy | average accuracy | BWT | FWT | forgetting | memory examples | replays | min | CPU min |\n"
+    "|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -40,11 +42,12 @@ def row(name: str, metrics: Mapping[str, Any]) -> str:
     """One strategy's row from its run's ``metrics.json``."""
     report = metrics.get("strategy") or {}
     replays = report.get("replays", report.get("replay_episodes", report.get("meta_replays")))
+    cpu = metrics.get("cpu_seconds")
     return (
         f"| {name} | {cell(metrics['average_accuracy'])} | {cell(metrics.get('bwt'))} "
         f"| {cell(metrics.get('fwt'))} | {cell(metrics.get('forgetting'))} "
         f"| {metrics.get('memory_examples', '')} | {'' if replays is None else replays} "
-        f"| {metrics['seconds'] / 60:.1f} |"
+        f"| {metrics['seconds'] / 60:.1f} | {'' if cpu is None else f'{cpu / 60:.1f}'} |"
     )
 
 

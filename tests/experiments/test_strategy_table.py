@@ -31,7 +31,7 @@ def finished_run(run_dir, name, seconds, **extra):
 
 def test_collected_reads_one_row_per_strategy_in_registry_order(tmp_path, table):
     replay = finished_run(
-        tmp_path / "b_replay", "replay", 66.0, memory_examples=1500, strategy={"replays": 15}
+        tmp_path / "b_replay", "replay", 66.0, memory_examples=1500, strategy={"replays": 15}, cpu_seconds=93.0
     )
     seq = finished_run(tmp_path / "a_seq", "seq", 54.0)
     mtl = finished_run(tmp_path / "c_mtl", "mtl", 60.0, bwt=None, fwt=None, forgetting=None)
@@ -41,10 +41,10 @@ def test_collected_reads_one_row_per_strategy_in_registry_order(tmp_path, table)
     a = replay["average_accuracy"]
     assert lines[3] == (
         f"| replay | {a:.1f} | {replay['bwt']:.1f} | {replay['fwt']:.1f} | "
-        f"{replay['forgetting']:.1f} | 1500 | 15 | 1.1 |"
+        f"{replay['forgetting']:.1f} | 1500 | 15 | 1.1 | 1.6 |"
     )
     assert lines[4] == f"| seq | {seq['average_accuracy']:.1f} | {seq['bwt']:.1f} | " + (
-        f"{seq['fwt']:.1f} | {seq['forgetting']:.1f} |  |  | 0.9 |"
+        f"{seq['fwt']:.1f} | {seq['forgetting']:.1f} |  |  | 0.9 |  |"
     )
     assert lines[2].startswith(f"| mtl | {mtl['average_accuracy']:.1f} | n/a | n/a | n/a |")
     assert table.collected(tmp_path, ["replay"]).splitlines()[2:] == [lines[3]]
