@@ -7,11 +7,12 @@
 Defaults to the embedded demo config (bundled sample, order i, MiniLM) and every registered
 strategy; each run also writes its own run directory. Columns: the four metrics (from the F1
 matrix on QA; ``n/a`` where a metric is undefined, as BWT, FWT and forgetting are for a joint
-learner), the examples the strategy's memory holds at the end, the replays it took, the wall minutes the
-run took (its ``metrics.json`` ``seconds``) and its CPU minutes (``cpu_seconds``, all threads:
-unlike wall minutes they do not grow while the run waits for a core another process holds, so
-they compare runs made on a busy machine; blank for runs written before they were counted). ``--collected DIR`` runs nothing: it
-prints the same table from the finished runs under DIR (one per strategy), in registry order.
+learner), the examples the strategy's memory holds at the end, the replays it took, the wall minutes
+the run took (its ``metrics.json`` ``seconds``) and its CPU minutes (``cpu_seconds``, all
+threads: unlike wall minutes they do not grow while the run waits for a core another process
+holds, so they compare runs made on a busy machine; blank for runs written before they were
+counted). ``--collected DIR`` runs nothing: it prints the same table from the finished runs
+under DIR (one per strategy), in registry order.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from lifelong.experiment.runs import run
 from lifelong.files import atomic_write_text
 
 HEADER = (
-    "| strategy | average accuracy | BWT | FWT | forgetting | memory examples | replays | min | CPU min |\n"
+    "| strategy | average accuracy | BWT | FWT | forgetting | memory examples | replays | min "
+    "| CPU min |\n"
     "|---|---|---|---|---|---|---|---|---|"
 )
 

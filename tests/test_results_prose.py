@@ -1100,3 +1100,72 @@ def test_the_warm_up_costs_are_the_committed_runs():
     assert f"({shown[0]} against {shown[2]} for NCM, {shown[1]} against {shown[3]} for RanPAC)" in (
         text
     )
+
+
+BENCHMARKS_PAGE = RESULTS_PAGE.parent / "benchmarks.md"
+
+
+def bench_row(section: str, label: str) -> list[str]:
+    """The cells after ``label`` in the first table row of the benchmarks page's ``section``
+    (its heading's words) that starts with ``label``."""
+    text = BENCHMARKS_PAGE.read_text(encoding="utf-8")
+    body = text[text.index(f"## {section}") :]
+    row = next(line for line in body.splitlines() if line.startswith(f"| {label} |"))
+    return [c.strip() for c in row.strip("|").split("|")[1:]]
+
+
+def test_the_budget_protocol_is_its_config_and_quotes_the_benchmarks_page():
+    """The protocol's sizes are real_budget.yaml's; the costs that ruled out the paper's scopes
+    are the benchmarks page's measured rates, worked through the budget's row counts."""
+    import re
+
+    import yaml
+
+    config = yaml.safe_load(
+        (RESULTS.parents[1] / "experiments/text_classification/real_budget.yaml").read_text()
+    )["run"]
+    stream = config["stream"]
+    every = config["strategy"]["options"]["replay"]["replay_every"]
+    text = between("**The budget protocol**", "`experiments/fewrel/real_budget.yaml`")
+    assert (
+        f"{stream['train_size']:,} training and {stream['test_size']} test rows per dataset, "
+        f"{config['task']['max_length']} tokens"
+    ) in text
+    assert f"replay events per task ({stream['train_size'] / every} here" in text
+    assert f"every {every} examples instead of every 10,000" in text
+
+    seq, whole, head = (
+        float(bench_row("Benchmark: Meta-MbPA's training step", label)[0])
+        for label in (
+            "SEQ",
+            "Meta-MbPA, `meta_scope: all` (the paper)",
+            "Meta-MbPA, `meta_scope: head`",
+        )
+    )
+    examples = 5 * stream["train_size"] * 1.1  # the stream and 10% meta-replay
+    assert (
+        f"measured {whole:.1f} s a training example here, about {round(whole * examples / 3600)} "
+        f"hours of training a run, against {head:.2f} s for the head step"
+    ) in text
+    assert f"and {seq:.2f} s for SEQ" in text
+
+    test_rows = 5 * stream["test_size"]
+    adaptations = 5 * test_rows  # every test row after each of the five tasks
+    head_rate, top1_rate = (
+        float(bench_row("Benchmark: local adaptation", f"fast, `{s}`")[0]) for s in ("head", "top1")
+    )
+    top1_hours = adaptations / top1_rate / 3600
+    assert f"adapts each of the {test_rows:,} test rows, {adaptations:,} adaptations a run" in text
+    assert (
+        f"is about {round(adaptations / head_rate / 60)} minutes for `head` and {top1_hours:.1f} "
+        f"hours for `top1` ({head_rate} and {top1_rate} examples a second on 2 threads)"
+    ) in text
+    bench = BENCHMARKS_PAGE.read_text(encoding="utf-8")
+    (cls_only,) = re.findall(r"the top1 step \*\*([\d.]+)x\*\* faster", bench)
+    assert f"({float(cls_only):.1f}x per `top1` step on MiniLM" in text
+    estimate = top1_hours / float(cls_only)
+    took = [round(value("mbpa++", o, 0, "seconds", "text_top1") / 60) for o in ORDERS]
+    assert (
+        f"`top1` should take about {estimate:.1f} hours a run ({top1_hours:.1f} / {cls_only}) "
+        f"and took {min(took)}–{max(took)} minutes at one thread"
+    ) in text

@@ -31,7 +31,12 @@ def finished_run(run_dir, name, seconds, **extra):
 
 def test_collected_reads_one_row_per_strategy_in_registry_order(tmp_path, table):
     replay = finished_run(
-        tmp_path / "b_replay", "replay", 66.0, memory_examples=1500, strategy={"replays": 15}, cpu_seconds=93.0
+        tmp_path / "b_replay",
+        "replay",
+        66.0,
+        memory_examples=1500,
+        strategy={"replays": 15},
+        cpu_seconds=93.0,
     )
     seq = finished_run(tmp_path / "a_seq", "seq", 54.0)
     mtl = finished_run(tmp_path / "c_mtl", "mtl", 60.0, bwt=None, fwt=None, forgetting=None)
