@@ -41,6 +41,8 @@ SEED_ONE_NAMES = {
     "`er`": "er",
     "MTL": "mtl",
     "Avalanche's Replay": "avalanche-replay",
+    "Avalanche's DER++": "avalanche-der",
+    "Avalanche's LwF": "avalanche-lwf",
 }
 """How the per-order paragraph names the strategies it lists at seed 1 (run-folder prefixes)."""
 
@@ -976,13 +978,13 @@ def test_the_seq_star_orders_and_the_half_rate_costs_are_the_committed_runs():
     assert kept == {"yelp", "amazon"}
 
     text = between("At 50% REPLAY scores", "**SEQ\\*, all four orders at two seeds")
-    assert f"(against {listed('replay', last=' and ')} at 10%)" in text
+    assert f"(at 10%: {listed('replay', last=' and ')} at seed 0 and" in text
     budget = pareto_table(records("text")).set_index("configuration")  # derived for REPLAY's
     assert f"TFLOPs a run against {budget.loc['replay', 'tflops']:.1f} (" in text
     er = metrics("er_i_s0")
     replayed = er["cost"]["train"]["forward_rows"] - 10_000
     assert f"which replays {replayed:,} rows a run, one memory batch beside" in text
-    assert f"every stream batch, for {er['total_flops'] / 1e12:.1f} TFLOPs;" in text
+    assert f"every stream batch, for {er['total_flops'] / 1e12:.1f} TFLOPs, and under" in text
 
 
 def test_the_campaign_paragraph_is_the_committed_runs():
@@ -1087,6 +1089,8 @@ def test_the_prototype_and_front_notes_are_the_committed_runs():
     assert f"one thread beside one other run, {min(der)}–{max(der)} and {min(lwf)}–{max(lwf)}" in (
         text
     )
+    der = minutes("avalanche-der", 1)
+    assert f"DER++ at seed 1, 2026-12-04, {min(der)}–{max(der)} minutes a run likewise" in text
 
 
 def test_the_warm_up_costs_are_the_committed_runs():
@@ -1100,6 +1104,15 @@ def test_the_warm_up_costs_are_the_committed_runs():
     assert f"({shown[0]} against {shown[2]} for NCM, {shown[1]} against {shown[3]} for RanPAC)" in (
         text
     )
+
+    def span(name: str, seed: int) -> str:  # the minutes of a warmed strategy's runs
+        took = [round(value(name, o, seed, "seconds", "text_warm") / 60) for o in ORDERS]
+        return f"{min(took)}" if min(took) == max(took) else f"{min(took)}–{max(took)}"
+
+    assert (
+        f"{span('ncm', 0)} minutes an NCM run and {span('ranpac', 0)} a RanPAC run, and NCM at "
+        f"seed 1, 2026-12-04, {span('ncm', 1)} minutes a run likewise"
+    ) in text
 
 
 BENCHMARKS_PAGE = RESULTS_PAGE.parent / "benchmarks.md"

@@ -626,6 +626,9 @@ def test_the_what_wins_prose_is_the_paired_report_of_the_committed_runs():
     assert f"with 200 on the memory front ({memory['mean']:.1f} at {memory.memory_mb:.2f} MB)" in (
         caption
     )
+    der = figure.loc["avalanche:der"]
+    assert der.front_memory and not der.front_compute
+    assert f"as is Avalanche's DER++ ({der['mean']:.1f} at {der.memory_mb:.2f} MB)" in caption
     costs = figure.dropna(subset=["tflops"]).sort_values("tflops")
     assert costs.index[-1] == "mbpa++"  # the most compute
     cheapest = costs[costs.front_compute].index[:4]
@@ -774,31 +777,39 @@ warmed runs (``results/real_budget/text`` and ``text_warm`` read together)."""
 
 
 def test_the_warm_up_section_is_the_report_of_the_committed_runs(load_script):
-    """The prototypes after SEQ*'s warm-up: warmed_prototypes.py's table, each paired row as
-    `lifelong report --compare` gives it, and the prose's scores and costs."""
+    """The prototypes after SEQ*'s warm-up: warmed_prototypes.py's table at seeds 0 and 1, each
+    paired row as `lifelong report --compare` gives it, and the prose's scores and costs."""
     import json
 
     warmed = load_script("text_classification/warmed_prototypes.py")
     page = RESULTS_PAGE.read_text(encoding="utf-8")
     block = re.search(r"<!-- warm-table -->\n(.*?)<!-- /warm-table -->", page, re.S)
-    grid = {f"{n}_{o}_s0" for n in ("ncm", "ranpac", "seq", "seq-star") for o in ORDERS}
+    names = ("ncm", "ranpac", "seq", "seq-star")
+    grid = {f"{n}_{o}_s{s}" for n in names for o in ORDERS for s in (0, 1)}
     roots = {"none": RESULTS / "text", "0.375": RESULTS / "text_warm"}
     assert block and block.group(1).strip() == warmed.table(roots, grid).strip()
+    committed = {p.name for root in roots.values() for p in root.glob("*_s[01]")}
+    assert (
+        "every run of the two seeds committed" in " ".join(page.split())
+        and {n for n in committed if n.rsplit("_", 2)[0] in names} <= grid
+    )
     runs = tuple(find_runs([RESULTS / "text", RESULTS / "text_warm"]))
     (table,) = markdown_tables(RESULTS_PAGE, "| comparison after the warm-up (a − b) |")
     label = {**DISPLAY, **WARM}
-    names = [[n.strip() for n in row[0].split(" − ")] for row in table[1:]]
-    shown = {label[n]: n for pair in names for n in pair}  # the page's name of each label
-    for row, (a, b) in zip(table[1:], ([label[n] for n in pair] for pair in names)):
+    pairs = [[n.strip() for n in row[0].split(" − ")] for row in table[1:]]
+    shown = {label[n]: n for pair in pairs for n in pair}  # the page's name of each label
+    for row, (a, b) in zip(table[1:], ([label[n] for n in pair] for pair in pairs)):
         (found,) = compare(runs, a, b, "average_accuracy", stream="text")
         d = found.difference
         assert numbers(row[1]) == [f"{v:.1f}" for v in (d.mean, d.low, d.high)], row[0]
-        assert int(row[2]) == d.n == 4, row[0]
+        assert int(row[2]) == d.n, row[0]
         verdict = found.verdict
         for name in sorted(shown, key=len, reverse=True):  # the page's names in the verdict
             verdict = verdict.replace(name, shown[name])
         assert row[3] == verdict, f"{row[0]}: {row[3]!r}; the runs: {verdict!r}"
+    (cold,) = compare(runs, WARM["NCM (warm)"], WARM["NCM"], "average_accuracy", stream="text")
     text = " ".join(page.split())
+    assert cold.difference.n == 4 and "so its pairs are four" in text  # NCM unwarmed: seed 0
 
     def metrics(folder: str, run: str) -> dict:
         return json.loads((RESULTS / folder / run / "metrics.json").read_text())
@@ -807,15 +818,20 @@ def test_the_warm_up_section_is_the_report_of_the_committed_runs(load_script):
         shown = [f"{v:.1f}" for v in values]
         return f"{', '.join(shown[:-1])} and {shown[-1]}"
 
-    for name, page_name in (("ranpac", "RanPAC"), ("ncm", "NCM")):
-        warm = [metrics("text_warm", f"{name}_{o}_s0")["average_accuracy"] for o in ORDERS]
-        cold = [metrics("text", f"{name}_{o}_s0")["average_accuracy"] for o in ORDERS]
-        assert all(w > c for w, c in zip(warm, cold)), "the page: lifts both on every order"
-        against = listed(cold) if len({f"{c:.1f}" for c in cold}) > 1 else f"{cold[0]:.1f}"
-        assert (
-            f"{page_name}{' scores' if name == 'ranpac' else ''} {listed(warm)} against "
-            f"{against}" in text
-        )
+    for seed in (0, 1):  # each seed's warmed runs against the unwarmed ones
+        parts = []
+        for name, page_name in (("ranpac", "RanPAC"), ("ncm", "NCM")):
+            if not (RESULTS / "text_warm" / f"{name}_i_s{seed}").exists():
+                continue
+            warm = [metrics("text_warm", f"{name}_{o}_s{seed}")["average_accuracy"] for o in ORDERS]
+            at = seed if name == "ranpac" else 0  # no seed enters unwarmed NCM
+            cold = [metrics("text", f"{name}_{o}_s{at}")["average_accuracy"] for o in ORDERS]
+            assert all(w > c for w, c in zip(warm, cold)), "the page: lifts both on every run"
+            if len({f"{c:.1f}" for c in cold}) > 1:
+                parts.append(f"{page_name} {listed(warm)} against {listed(cold)} unwarmed")
+            else:
+                parts.append(f"{page_name} {listed(warm)} against {cold[0]:.1f}")
+        assert f"at seed {seed}, {', '.join(parts)}" in text, seed
     extra = {
         name: (
             metrics("text_warm", f"{name}_i_s0")["total_flops"],
@@ -828,12 +844,12 @@ def test_the_warm_up_section_is_the_report_of_the_committed_runs(load_script):
     seq_star = summary_of(roots["none"], "seq-star", grid)
     ncm_warm = summary_of(roots["0.375"], "ncm", grid)
     assert (
-        f"SEQ\\*'s trained head scores {seq_star:.1f} over these four runs and the class means "
+        f"SEQ\\*'s trained head scores {seq_star:.1f} over its runs and the class means "
         f"{ncm_warm:.1f}"
     ) in text
     (under,) = compare(runs, WARM["RanPAC (warm)"], "er", "average_accuracy", stream="text")
     share = extra["ranpac"][0] / metrics("text", "er_i_s0")["total_flops"]
-    gap = -under.difference.mean  # paired, the four orders at seed 0
+    gap = -under.difference.mean  # paired by order and seed
     assert f"under `er` by {gap:.1f} points at {share:.0%} of its compute" in text
 
 
@@ -855,6 +871,7 @@ FRONT_NAMES = {
     "ranpac (warmup_fraction=0.0)": "RanPAC",
     "ranpac (warmup_fraction=0.375)": "RanPAC after the warm-up",
     "avalanche:replay": "Avalanche's Replay",
+    "avalanche:der": "Avalanche's DER++",
     "er (memory_size=10000)": "`er` with 10,000 memories",
     "er (memory_size=200)": "`er` with 200 memories",
     "seq-star": "SEQ\\*",
@@ -895,26 +912,37 @@ def test_the_der_and_lwf_paragraph_is_the_committed_runs():
     def listed(values: list[str]) -> str:
         return f"{', '.join(values[:-1])} and {values[-1]}"
 
+    def scores(runs: list[dict]) -> str:
+        return listed([f"{m['average_accuracy']:.1f}" for m in runs])
+
     der = [metrics(f"avalanche-der_{o}_s0") for o in ORDERS]
+    der_1 = [metrics(f"avalanche-der_{o}_s1") for o in ORDERS]
     lwf = [metrics(f"avalanche-lwf_{o}_s0") for o in ORDERS]
-    for name, runs in (("DER++", der), ("LwF", lwf)):
-        scores = listed([f"{m['average_accuracy']:.1f}" for m in runs])
-        assert f"scores {scores}" in text, name
+    assert f"scores {scores(der)} at seed 0 and {scores(der_1)} at seed 1:" in text
+    assert f"scores {scores(lwf)}" in text
     budget = records("text")
     gaps = {
         b: compare(budget, a, b, stream="text")[0]
         for a, b in (("avalanche:der", "avalanche:replay"), ("avalanche:lwf", "seq"))
     }
     gaps["avalanche:naive"] = compare(budget, "avalanche:lwf", "avalanche:naive", stream="text")[0]
-    assert f"level with Avalanche's Replay ({signed(gaps['avalanche:replay'].difference.mean)}" in (
-        text
-    )
+    to_replay = gaps["avalanche:replay"].difference
+    assert (
+        f"level with Avalanche's Replay ({signed(to_replay.mean)} points over the {to_replay.n} "
+        "pairs, the table above)"
+    ) in text
     assert f"level with SEQ ({signed(gaps['seq'].difference.mean)} points)" in text
     assert f"Avalanche's Naive ({signed(gaps['avalanche:naive'].difference.mean)})" in text
     assert all(g.verdict == "not resolved" for g in gaps.values())
     both = tuple(find_runs([RESULTS / "text", RESULTS / "text_er200"]))
     (found,) = compare(both, "avalanche:der", "er (memory_size=200)", stream="text")
     assert paired_statement(found) in text
+    (full,) = compare(budget, "avalanche:der", "er", stream="text")
+    assert (
+        f"and {-full.difference.mean:.1f} points under `er` with the budget's 10,000 memories "
+        f"({full.verdict} over the {full.difference.n} pairs"
+    ) in text
+    assert full.verdict == "avalanche:der < er"
     replay = metrics("avalanche-replay_i_s1")["cost"]["train"]
     train = der[0]["cost"]["train"]
     assert (
@@ -1047,8 +1075,9 @@ def test_the_seq_star_paragraph_is_the_committed_runs():
 
 
 def test_replay_at_half_and_all_of_the_stream_is_the_scripts_report(load_script):
-    """REPLAY at 50% and 100% of the stream: replay_rate.py's table of the committed runs, each
-    order's score, and the paired differences the paragraph states."""
+    """REPLAY at 50% and 100% of the stream: replay_rate.py's table of the committed runs (the
+    four orders at seeds 0 and 1), each run's score, and the paired differences the paragraph
+    states, each with the verdict the runs give."""
     import json
 
     replay_rate = load_script("text_classification/replay_rate.py")
@@ -1058,64 +1087,60 @@ def test_replay_at_half_and_all_of_the_stream_is_the_scripts_report(load_script)
     out = io_of(
         replay_rate.main,
         ["--collected", str(RESULTS), "--ratios", "0.1,0.5,1.0", "--strategies", "replay"]
-        + ["--orders", ",".join(ORDERS)],
+        + ["--orders", ",".join(ORDERS), "--seeds", "0,1"],
     )
     assert block.group(1).strip() == out[out.index("| strategy") :].strip()
     text = " ".join(page.split())
-    half = [
-        json.loads((RESULTS / "replay_rate_0.5" / f"replay_{o}_s0" / "metrics.json").read_text())
-        for o in ORDERS
-    ]
-    listed = [f"{m['average_accuracy']:.1f}" for m in half]
-    assert f"At 50% REPLAY scores {', '.join(listed[:-1])} and {listed[-1]}" in text
-    runs = tuple(find_runs([RESULTS / "text", RESULTS / "replay_rate_0.5"]))
-    half_label = "replay (replay_ratio=0.5)"
 
-    for b in ("replay (replay_ratio=0.1)", "er", "avalanche:replay", "mbpa++"):
-        (found,) = compare(runs, half_label, b, stream="text")
+    def at(folder: str) -> list[dict]:  # seed 0's four orders, then seed 1's
+        return [
+            json.loads((RESULTS / folder / f"replay_{o}_s{seed}" / "metrics.json").read_text())
+            for seed in (0, 1)
+            for o in ORDERS
+        ]
+
+    def by_seed(ms: list[dict], key: str = "average_accuracy") -> str:
+        shown = [f"{m[key]:.1f}" for m in ms]
+        s0, s1 = shown[:4], shown[4:]
+        return f"{', '.join(s0[:-1])} and {s0[-1]} at seed 0 and {', '.join(s1[:-1])} and {s1[-1]}"
+
+    half, full, tenth = at("replay_rate_0.5"), at("replay_rate_1"), at("text")
+    stated = f"At 50% REPLAY scores {by_seed(half)} at seed 1 (at 10%: {by_seed(tenth)} at seed 1)"
+    assert stated in text
+    runs = tuple(
+        find_runs([RESULTS / "text", RESULTS / "replay_rate_0.5", RESULTS / "replay_rate_1"])
+    )
+
+    def gap(a: str, b: str) -> tuple[str, str]:
+        (found,) = compare(runs, a, b, stream="text")
         d = found.difference
-        stated = f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]"
-        assert f"{stated} ({found.verdict}" in text, (b, stated, found.verdict)
+        assert d.n == 8, (a, b)
+        return f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]", found.verdict
+
+    half_label, full_label = "replay (replay_ratio=0.5)", "replay (replay_ratio=1.0)"
+    for b in ("replay (replay_ratio=0.1)", "er", "avalanche:replay", "mbpa++"):
+        stated, verdict = gap(half_label, b)
+        assert f"{stated} ({verdict}" in text, (b, stated, verdict)
     assert f"{half[0]['total_flops'] / 1e12:.1f} TFLOPs a run" in text
-    rows = {m["cost"]["train"]["forward_rows"] for m in half}
-    (forwarded,) = rows  # the same schedule on every order
+    (forwarded,) = {m["cost"]["train"]["forward_rows"] for m in half}  # one schedule, every run
     replayed = forwarded - 10_000  # the stream's 5 x 2,000 rows
     assert f"({forwarded:,} training rows: the stream's 10,000 and {replayed:,} replayed)" in text
 
     # all of the stream: as many rows replayed as er, in bursts of 160 every 160 examples
-    full = [
-        json.loads((RESULTS / "replay_rate_1" / f"replay_{o}_s0" / "metrics.json").read_text())
+    assert f"At 100% it scores {by_seed(full)} at seed 1:" in text
+    for b in ("replay (replay_ratio=0.5)", "replay (replay_ratio=0.1)"):
+        stated, verdict = gap(full_label, b)
+        assert f"{stated} ({verdict}" in text, (b, stated, verdict)
+    er_runs = [
+        json.loads((RESULTS / "text" / f"er_{o}_s{seed}" / "metrics.json").read_text())
+        for seed in (0, 1)
         for o in ORDERS
     ]
-    listed = [f"{m['average_accuracy']:.1f}" for m in full]
-    assert f"At 100% it scores {', '.join(listed[:-1])} and {listed[-1]}:" in text
-    runs = tuple(
-        find_runs([RESULTS / "text", RESULTS / "replay_rate_0.5", RESULTS / "replay_rate_1"])
-    )
-    full_label = "replay (replay_ratio=1.0)"
-    gaps = {}
-    for b in ("replay (replay_ratio=0.5)", "replay (replay_ratio=0.1)", "er", "avalanche:replay"):
-        (found,) = compare(runs, full_label, b, stream="text")
-        d = found.difference
-        gaps[b] = (f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]", found.verdict)
-    (found,) = compare(runs, full_label, "mbpa++", stream="text")
-    d = found.difference
-    gaps["mbpa++"] = (f"{signed(d.mean)} [{signed(d.low)}, {signed(d.high)}]", found.verdict)
-    assert gaps["replay (replay_ratio=0.5)"][1] == "not resolved"
-    assert f"{gaps['replay (replay_ratio=0.5)'][0]} over 50% (not resolved)" in text
-    assert f"and {gaps['replay (replay_ratio=0.1)'][0]} over 10%, for" in text
-    er, ava, mbpa = gaps["er"], gaps["avalanche:replay"], gaps["mbpa++"]
-    assert er[1] == ava[1] == mbpa[1] == "not resolved"
-    assert f"{er[0]} over the four pairs (not resolved)" in text
-    assert f"level with Avalanche's Replay, {ava[0]}, and with MbPA++, {mbpa[0]}." in text
-    er_runs = [
-        json.loads((RESULTS / "text" / f"er_{o}_s0" / "metrics.json").read_text()) for o in ORDERS
-    ]
     assert all(e["average_accuracy"] > m["average_accuracy"] for e, m in zip(er_runs, full))
-    ers = [f"{m['average_accuracy']:.1f}" for m in er_runs]
-    assert (
-        f"still under `er` on every order ({', '.join(ers[:-1])} and {ers[-1]} at seed 0)" in text
-    )
+    assert f"still under `er` on every run ({by_seed(er_runs)} at seed 1)" in text
+    for b in ("er", "avalanche:replay", "mbpa++"):
+        stated, verdict = gap(full_label, b)
+        assert f"{stated} ({verdict}" in text, (b, stated, verdict)
     (forwarded,) = {m["cost"]["train"]["forward_rows"] for m in full}
     replayed = forwarded - 10_000
     assert (
@@ -1128,13 +1153,16 @@ def test_replay_at_half_and_all_of_the_stream_is_the_scripts_report(load_script)
     events = math.ceil(replayed / 160)  # one update per event of up to 160 stored rows
     assert f"{events} replay updates a run beside its 625 stream updates" in text
     assert f"updates after the first ({9_984 // 16})" in text
-    (found,) = compare(
-        runs, "replay (replay_ratio=0.5)", "replay (replay_ratio=0.1)", stream="text"
-    )
-    step = gaps["replay (replay_ratio=0.5)"][0].split()[0]
-    assert f"(10% to 50%: {signed(found.difference.mean)}; 50% to 100%: {step})" in text
-    took = [[round(m["seconds"] / 60) for m in ms] for ms in (half, full)]
-    assert f"{min(took[0])}–{max(took[0])} and {min(took[1])}–{max(took[1])} minutes a run" in text
+    (found,) = compare(runs, half_label, "replay (replay_ratio=0.1)", stream="text")
+    (step,) = compare(runs, full_label, half_label, stream="text")
+    steps = f"(10% to 50%: {signed(found.difference.mean)}; 50% to 100%: "
+    assert f"{steps}{signed(step.difference.mean)})" in text
+    for seed in (0, 1):  # each seed's minutes a run, at 50% and at 100%
+        took = [
+            [round(m["seconds"] / 60) for m in ms[4 * seed : 4 * seed + 4]] for ms in (half, full)
+        ]
+        spans = f"{min(took[0])}–{max(took[0])} and {min(took[1])}–{max(took[1])} minutes a run"
+        assert spans in text, seed
 
 
 def io_of(function, argv: list[str]) -> str:
