@@ -1089,8 +1089,11 @@ def test_the_prototype_and_front_notes_are_the_committed_runs():
     assert f"one thread beside one other run, {min(der)}–{max(der)} and {min(lwf)}–{max(lwf)}" in (
         text
     )
-    der = minutes("avalanche-der", 1)
-    assert f"DER++ at seed 1, 2026-12-04, {min(der)}–{max(der)} minutes a run likewise" in text
+    der, lwf = minutes("avalanche-der", 1), minutes("avalanche-lwf", 1)
+    assert (
+        f"DER++ and LwF at seed 1, 2026-12-04, {min(der)}–{max(der)} and {min(lwf)}–{max(lwf)} "
+        "minutes a run likewise"
+    ) in text
 
 
 def test_the_warm_up_costs_are_the_committed_runs():

@@ -918,8 +918,9 @@ def test_the_der_and_lwf_paragraph_is_the_committed_runs():
     der = [metrics(f"avalanche-der_{o}_s0") for o in ORDERS]
     der_1 = [metrics(f"avalanche-der_{o}_s1") for o in ORDERS]
     lwf = [metrics(f"avalanche-lwf_{o}_s0") for o in ORDERS]
+    lwf_1 = [metrics(f"avalanche-lwf_{o}_s1") for o in ORDERS]
     assert f"scores {scores(der)} at seed 0 and {scores(der_1)} at seed 1:" in text
-    assert f"scores {scores(lwf)}" in text
+    assert f"scores {scores(lwf)} at seed 0 and {scores(lwf_1)} at seed 1," in text
     budget = records("text")
     gaps = {
         b: compare(budget, a, b, stream="text")[0]
@@ -931,8 +932,12 @@ def test_the_der_and_lwf_paragraph_is_the_committed_runs():
         f"level with Avalanche's Replay ({signed(to_replay.mean)} points over the {to_replay.n} "
         "pairs, the table above)"
     ) in text
-    assert f"level with SEQ ({signed(gaps['seq'].difference.mean)} points)" in text
-    assert f"Avalanche's Naive ({signed(gaps['avalanche:naive'].difference.mean)})" in text
+    to_seq, to_naive = gaps["seq"].difference, gaps["avalanche:naive"].difference
+    assert f"level with SEQ ({signed(to_seq.mean)} points over the {to_seq.n} pairs)" in text
+    assert (
+        f"Avalanche's Naive ({signed(to_naive.mean)} over the {to_naive.n} at seed 0)" in text
+    )
+    assert to_naive.n == 4 and not any(RESULTS.glob("text/avalanche-naive_*_s1"))
     assert all(g.verdict == "not resolved" for g in gaps.values())
     both = tuple(find_runs([RESULTS / "text", RESULTS / "text_er200"]))
     (found,) = compare(both, "avalanche:der", "er (memory_size=200)", stream="text")
