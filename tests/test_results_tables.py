@@ -934,9 +934,7 @@ def test_the_der_and_lwf_paragraph_is_the_committed_runs():
     ) in text
     to_seq, to_naive = gaps["seq"].difference, gaps["avalanche:naive"].difference
     assert f"level with SEQ ({signed(to_seq.mean)} points over the {to_seq.n} pairs)" in text
-    assert (
-        f"Avalanche's Naive ({signed(to_naive.mean)} over the {to_naive.n} at seed 0)" in text
-    )
+    assert f"Avalanche's Naive ({signed(to_naive.mean)} over the {to_naive.n} at seed 0)" in text
     assert to_naive.n == 4 and not any(RESULTS.glob("text/avalanche-naive_*_s1"))
     assert all(g.verdict == "not resolved" for g in gaps.values())
     both = tuple(find_runs([RESULTS / "text", RESULTS / "text_er200"]))
