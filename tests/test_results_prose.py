@@ -1113,8 +1113,9 @@ def test_the_warm_up_costs_are_the_committed_runs():
         return f"{min(took)}" if min(took) == max(took) else f"{min(took)}–{max(took)}"
 
     assert (
-        f"{span('ncm', 0)} minutes an NCM run and {span('ranpac', 0)} a RanPAC run, and NCM at "
-        f"seed 1, 2026-12-04, {span('ncm', 1)} minutes a run likewise"
+        f"{span('ncm', 0)} minutes an NCM run and {span('ranpac', 0)} a RanPAC run, and NCM and "
+        f"RanPAC at seed 1, 2026-12-04, {span('ncm', 1)} and {span('ranpac', 1)} minutes a run "
+        "likewise"
     ) in text
 
 

@@ -851,6 +851,14 @@ def test_the_warm_up_section_is_the_report_of_the_committed_runs(load_script):
     share = extra["ranpac"][0] / metrics("text", "er_i_s0")["total_flops"]
     gap = -under.difference.mean  # paired by order and seed
     assert f"under `er` by {gap:.1f} points at {share:.0%} of its compute" in text
+    (below,) = compare(runs, WARM["RanPAC (warm)"], "avalanche:replay", stream="text")
+    replay = pareto_table(records("text")).set_index("configuration").loc["avalanche:replay"]
+    share = extra["ranpac"][0] / 1e12 / replay["tflops"]
+    assert below.verdict.endswith("< avalanche:replay")
+    assert (
+        f"under Avalanche's Replay (by {-below.difference.mean:.1f} points at {share:.0%} of its "
+        "compute)"
+    ) in text
 
 
 def summary_of(root: Path, name: str, grid: set[str]) -> float:
