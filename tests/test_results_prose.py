@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from functools import cache
 
 from lifelong.experiment.reports.costs import pareto_table
@@ -1186,3 +1187,58 @@ def test_the_budget_protocol_is_its_config_and_quotes_the_benchmarks_page():
         f"`top1` should take about {estimate:.1f} hours a run ({top1_hours:.1f} / {cls_only}) "
         f"and took {min(took)}–{max(took)} minutes at one thread"
     ) in text
+
+
+def test_ncm_at_seed_one_repeats_seed_zero_and_the_page_says_so():
+    """No seed enters unwarmed NCM: its committed seed-1 runs are seed 0's matrices byte for byte,
+    kept apart from the tables (`results/real_budget/ncm_seed1/`) so no order counts twice."""
+    import yaml
+
+    text = between("The campaign of this section is complete", "### The headline in full")
+    folder = RESULTS / "ncm_seed1"
+    for order in ORDERS:
+        run = folder / f"ncm_{order}_s1"
+        assert yaml.safe_load((run / "config.yaml").read_text())["training"]["seed"] == 1
+        seed0 = RESULTS / "text" / f"ncm_{order}_s0" / "accuracy.csv"
+        assert (run / "accuracy.csv").read_bytes() == seed0.read_bytes(), order
+    assert not any((RESULTS / "text").glob("ncm_*_s1"))  # the tables count each order once
+    took = [round(value("ncm", o, 1, "seconds", "ncm_seed1") / 60) for o in ORDERS]
+    assert f"(`results/real_budget/ncm_seed1/`, 2026-12-04, {min(took)}–{max(took)} minutes" in text
+    assert "its four accuracy matrices are seed 0's byte for byte" in text
+
+
+WHY_2000_ROWS = {
+    "seq_amazon-yahoo_rows1000_len128_lr3e-5": "SEQ learnt Yahoo after Amazon to {}% at 3e-5",
+    "seq_yahoo_rows1000_len128_lr3e-5": "where Yahoo alone reaches {}%",
+    "seq_amazon-yahoo_rows1000_len128_lr1e-4": "and to {}% at 1e-4 (chance among its ten classes)",
+    "seq_amazon-yahoo_rows2000_len64_lr3e-5": "tokens and 3e-5, to {}%",
+    "seq_yahoo_rows2000_len64_lr3e-5": "about what Yahoo alone reaches ({}%)",
+}
+"""The runs behind "Why 2,000 rows" (results/real_budget/why_2000_rows/) and what the budget
+paragraph says each gave: Yahoo's accuracy after it trained."""
+
+
+def test_why_2000_rows_is_the_committed_runs():
+    import yaml
+
+    text = between("**The budget protocol**", "Meta-MbPA's meta step")
+    header = (RESULTS.parents[1] / "experiments/text_classification/real_budget.yaml").read_text(
+        encoding="utf-8"
+    )
+    header = " ".join(line.lstrip("# ") for line in header.splitlines() if line.startswith("#"))
+    folder = RESULTS / "why_2000_rows"
+    assert {p.name for p in folder.iterdir()} == set(WHY_2000_ROWS)
+    for name, stated in WHY_2000_ROWS.items():
+        config = yaml.safe_load((folder / name / "config.yaml").read_text())
+        rows, length, lr = re.fullmatch(r".*_rows(\d+)_len(\d+)_lr(.+)", name).groups()
+        assert config["stream"]["train_size"] == int(rows) and config["stream"]["test_size"] == 300
+        assert config["task"]["max_length"] == int(length)
+        assert config["training"]["lr"] == float(lr) and config["training"]["seed"] == 0
+        tasks = ["yahoo"] if name.startswith("seq_yahoo_") else ["amazon", "yahoo"]
+        assert config["stream"]["tasks"] == tasks
+        with open(folder / name / "accuracy.csv", encoding="utf-8") as handle:
+            last = list(csv.DictReader(handle))[-1]
+        assert last["row"] == "after yahoo"
+        yahoo = f"{float(last['yahoo']):.1f}"
+        assert stated.format(yahoo) in text, name
+        assert f"{yahoo}%" in header, name  # real_budget.yaml's header says the same
