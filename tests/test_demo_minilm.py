@@ -33,3 +33,26 @@ def test_each_task_is_learnt_when_trained(outcomes):
     # the diagonal: every dataset of the sample is learnable in one pass (33-way, no task id)
     assert accuracy.diagonal().min() > 30
     assert accuracy.diagonal().mean() > 70
+
+
+def test_the_runs_reproduce_the_committed_demo_runs(outcomes):
+    """The results page's SEQ and REPLAY matrices (`results/demo/`) are what this code computes.
+
+    Within a point of average accuracy and 3 points a cell (3 of a task's 100 test rows): a
+    different CPU's arithmetic may flip a prediction; a changed protocol moves far more.
+    """
+    import csv
+    from pathlib import Path
+
+    import numpy as np
+
+    demo = Path(__file__).resolve().parents[1] / "results" / "demo"
+    for name in ("seq", "replay"):
+        with open(demo / f"{name}_i_s0" / "accuracy.csv", encoding="utf-8") as handle:
+            rows = [row for row in csv.reader(handle)][1:]
+        committed = np.array([[float(v) for v in row[1:]] for row in rows[1:]])  # after each task
+        ours = outcomes[name]
+        assert np.abs(ours.result.accuracy - committed).max() <= 3.0, name
+        assert np.abs(ours.result.before - np.array([float(v) for v in rows[0][1:]])).max() <= 3.0
+        committed_average = committed[-1].mean()
+        assert abs(ours.metrics["average_accuracy"] - committed_average) <= 1.0, name

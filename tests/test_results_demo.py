@@ -187,7 +187,7 @@ PREVIOUS = {
     "anml-er": (61.4, 14.0, 3.8, 6.8),
     "maml-er": (71.8, 14.5, 6.5, -4.2),
 }
-"""The 2026-11-24 table (commit 58ff14f) as this page printed it until the rerun (ecc88b8)."""
+"""The 2026-11-24 table (commit 58ff14f), as this page printed it before the 2026-12-04 rerun."""
 
 
 def test_the_comparison_with_the_previous_table_holds():
