@@ -168,7 +168,7 @@ def last_row(folder: Path) -> dict[str, str]:
 
 def test_seq_star_is_quoted_from_its_rate_runs_and_its_real_budget_run():
     rates = ROOT / "results" / "seq_star_demo_rate"
-    runs = {p.name: last_row(p) for p in rates.iterdir()}
+    runs = {p.name: last_row(p) for p in rates.iterdir() if p.is_dir()}
     low, high, free = (
         runs["classifier_lr_0.001"],
         runs["classifier_lr_0.01"],
