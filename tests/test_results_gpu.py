@@ -46,14 +46,17 @@ def lease_runs() -> dict[str, dict]:
         elif name and (found := re.match(r"\s+average accuracy\s+([\d.]+)", line)):
             runs[name]["average"] = found.group(1)
         elif name and (found := re.match(r"INFO lifelong.learner: after (\w+): (.*)", line)):
-            cells = dict(cell.rsplit(" ", 1) for cell in found.group(2).split(", "))
-            runs[name]["rows"][found.group(1)] = {k: float(v) for k, v in cells.items()}
+            runs[name]["rows"][found.group(1)] = logged_row(found.group(2))
     return runs
 
 
-def cpu_run(path: str) -> tuple[dict, dict[str, dict[str, float]]]:
-    """A committed CPU run's metrics and its accuracy matrix's rows after each task."""
-    folder = ROOT / "results" / "real_budget" / path
+def logged_row(cells: str) -> dict[str, float]:
+    """A row as the learner logs it (``yelp 39.7, ag_news 0.0, ...``), by task."""
+    return {k: float(v) for k, v in (cell.rsplit(" ", 1) for cell in cells.split(", "))}
+
+
+def run_files(folder: Path) -> tuple[dict, dict[str, dict[str, float]]]:
+    """A run folder's metrics and its accuracy matrix's rows, by task trained (and "before")."""
     metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
     with open(folder / "accuracy.csv", encoding="utf-8") as handle:
         rows = {
@@ -61,6 +64,11 @@ def cpu_run(path: str) -> tuple[dict, dict[str, dict[str, float]]]:
             for row in csv.DictReader(handle)
         }
     return metrics, rows
+
+
+def cpu_run(path: str) -> tuple[dict, dict[str, dict[str, float]]]:
+    """A committed CPU run (under ``results/real_budget/``): metrics and matrix rows."""
+    return run_files(ROOT / "results" / "real_budget" / path)
 
 
 def largest_gap(gpu: dict[str, dict[str, float]], cpu: dict[str, dict[str, float]]) -> float:
@@ -139,14 +147,7 @@ def fifth_cuda_tests() -> tuple[int, int]:
 
 def fifth_run(name: str) -> tuple[dict, dict[str, dict[str, float]]]:
     """A finished run of the fifth lease's second call: its metrics and matrix rows."""
-    folder = FIFTH / "call2" / "run_files" / name
-    metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-    with open(folder / "accuracy.csv", encoding="utf-8") as handle:
-        rows = {
-            row.pop("row").removeprefix("after "): {k: float(v) for k, v in row.items()}
-            for row in csv.DictReader(handle)
-        }
-    return metrics, rows
+    return run_files(FIFTH / "call2" / "run_files" / name)
 
 
 def probe_gaps(name: str) -> tuple[list[tuple[str, float]], dict[str, dict[str, float]]]:
@@ -159,8 +160,7 @@ def probe_gaps(name: str) -> tuple[list[tuple[str, float]], dict[str, dict[str, 
         if found := re.search(r"lifelong.learner: (before training|after (\w+)): (.*)", line):
             opened = (stamp(line), found.group(1))
             if found.group(2):
-                cells = dict(cell.rsplit(" ", 1) for cell in found.group(3).split(", "))
-                rows[found.group(2)] = {k: float(v) for k, v in cells.items()}
+                rows[found.group(2)] = logged_row(found.group(3))
         elif opened and re.search(r"task \w+ step 0:", line):
             gaps.append((opened[1], round((stamp(line) - opened[0]).total_seconds(), 1)))
             opened = None
