@@ -160,10 +160,15 @@ def test_the_seq_and_replay_sentence_and_the_counts_are_the_runs():
     assert len(episodes) == 1 and f"{episodes.pop()} episodes in the whole stream" in prose()
 
 
+def rows_of(folder: Path) -> dict[str, dict[str, str]]:
+    """A run's ``accuracy.csv`` rows ("before", "after yelp", ...), each by task name."""
+    with open(folder / "accuracy.csv", encoding="utf-8") as handle:
+        return {row["row"]: row for row in csv.DictReader(handle)}
+
+
 def last_row(folder: Path) -> dict[str, str]:
     """A run's accuracy after its last task, by task name."""
-    with open(folder / "accuracy.csv", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))[-1]
+    return list(rows_of(folder).values())[-1]
 
 
 def test_seq_star_is_quoted_from_its_rate_runs_and_its_real_budget_run():
@@ -181,8 +186,7 @@ def test_seq_star_is_quoted_from_its_rate_runs_and_its_real_budget_run():
         f"without preallocated rows"
     )
     assert stated in prose()
-    with open(rates / "preallocated_false" / "accuracy.csv", encoding="utf-8") as handle:
-        rows = {row["row"]: row for row in csv.DictReader(handle)}
+    rows = rows_of(rates / "preallocated_false")
     yelp = [one(float(rows[f"after {t}"]["yelp"])) for t in ("yelp", "ag_news")]
     assert "(where Yelp falls from {} to {})".format(*yelp) in prose()
     for name in runs:
@@ -196,9 +200,7 @@ def test_seq_star_is_quoted_from_its_rate_runs_and_its_real_budget_run():
     assert yaml.safe_load(demo)["strategy"]["options"]["seq-star"]["classifier_lr"] == 0.01
     star = metrics("seq-star")
     assert f"with BWT {one(star['bwt'])}." in prose()
-    real = ROOT / "results" / "real_budget" / "text" / "seq-star_i_s0" / "accuracy.csv"
-    with open(real, encoding="utf-8") as handle:
-        rows = {row["row"]: row for row in csv.DictReader(handle)}
+    rows = rows_of(ROOT / "results" / "real_budget" / "text" / "seq-star_i_s0")
     diagonal = [one(float(rows[f"after {t}"][t])) for t in ("ag_news", "dbpedia", "yahoo")]
     assert "(AG News {}, DBpedia {}, Yahoo {}), then forgets them".format(*diagonal) in prose()
 
